@@ -1,1 +1,21 @@
-int main() { return 0; }
+// dsserve: one binary, subcommands (serve, logits, inspect, init-model, tokenize, ...).
+#include <cstdio>
+
+#include "apps/dsserve/commands.h"
+
+namespace dss::app {
+int exit_code = 0;
+}
+
+int main(int argc, char** argv) {
+  CLI::App app{"dsserve: an inference server for DeepSeek-V3-family models"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "dsserve 0.1.0");
+  dss::app::register_serve_command(app);
+  dss::app::register_model_commands(app);
+#ifdef DSS_HAVE_TEXT
+  dss::app::register_text_commands(app);
+#endif
+  CLI11_PARSE(app, argc, argv);
+  return dss::app::exit_code;
+}

@@ -1,0 +1,16 @@
+// Subcommand registry of the dsserve binary. Each cmd_*.cc defines one `register_*` function
+// that adds its subcommand (options + callback) to the app; main.cc calls them all.
+// A callback reports failure by setting `exit_code` (input errors print a message, no crash).
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+namespace dss::app {
+
+extern int exit_code;
+
+void register_model_commands(CLI::App& app);  // logits, inspect, init-model (cmd_model.cc)
+void register_serve_command(CLI::App& app);   // serve (cmd_serve.cc)
+void register_text_commands(CLI::App& app);   // tokenize, render-chat (cmd_text.cc)
+
+}  // namespace dss::app

@@ -1,0 +1,238 @@
+// Model subcommands: logits, inspect, init-model.
+#include <cmath>
+#include <cstdio>
+#include <iostream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "apps/dsserve/commands.h"
+#include "apps/dsserve/init_model.h"
+#include "base/clock.h"
+#include "io/json.h"
+#include "model/runtime/model.h"
+#include "model/runtime/sequence_runner.h"
+
+namespace dss::app {
+
+namespace {
+
+Result<std::vector<TokenId>> parse_ids(const std::string& s) {
+  std::vector<TokenId> ids;
+  std::stringstream ss(s);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    if (item.empty()) continue;
+    char* end = nullptr;
+    const long v = std::strtol(item.c_str(), &end, 10);
+    if (end == item.c_str() || *end != '\0' || v < 0 || v > INT32_MAX) {
+      return Status::error("--ids: '", item, "' is not a token id");
+    }
+    ids.push_back(static_cast<TokenId>(v));
+  }
+  if (ids.empty()) return Status::error("--ids: no token ids given");
+  return ids;
+}
+
+int32_t argmax(const float* v, int32_t n) {
+  int32_t best = 0;
+  for (int32_t i = 1; i < n; ++i) {
+    if (v[i] > v[best]) best = i;
+  }
+  return best;
+}
+
+struct LogitsArgs {
+  std::string model;
+  std::string ids;
+  int32_t decode = 0;
+  std::string attn = "auto";
+  int32_t chunk = 512;
+};
+
+int run_logits(const LogitsArgs& a) {
+  auto ids = parse_ids(a.ids);
+  if (!ids) {
+    std::fprintf(stderr, "dsserve logits: %s\n", ids.message().c_str());
+    return 2;
+  }
+  const double t0 = now_seconds();
+  auto model = Model::load(LoadOptions{a.model});
+  if (!model) {
+    std::fprintf(stderr, "dsserve logits: %s\n", model.message().c_str());
+    return 1;
+  }
+  const double t_load = now_seconds() - t0;
+  const ModelConfig& c = (*model)->config();
+  for (TokenId id : *ids) {
+    if (id >= c.n_vocab) {
+      std::fprintf(stderr, "dsserve logits: --ids: token id %d >= vocab_size %d\n", id, c.n_vocab);
+      return 2;
+    }
+  }
+  AttnPath path = AttnPath::kAuto;
+  if (a.attn == "naive") path = AttnPath::kNaive;
+  if (a.attn == "absorbed") path = AttnPath::kAbsorbed;
+  const int32_t n = static_cast<int32_t>(ids->size());
+  const int32_t max_len = n + std::max(a.decode, 0);
+  if (max_len > c.max_position_embeddings) {
+    std::fprintf(stderr, "dsserve logits: %d tokens exceed max_position_embeddings %d\n", max_len, c.max_position_embeddings);
+    return 2;
+  }
+  SequenceRunner runner(**model, max_len, 64, a.chunk);
+  std::vector<int32_t> am(static_cast<size_t>(n));
+  std::vector<float> am_logit(static_cast<size_t>(n));
+  std::vector<float> last(static_cast<size_t>(c.n_vocab));
+  const double t1 = now_seconds();
+  runner.prefill(*ids, /*all_logits=*/true, [&](int32_t first, int32_t rows, const float* lg) {
+    for (int32_t r = 0; r < rows; ++r) {
+      const float* row = lg + static_cast<size_t>(r) * c.n_vocab;
+      const int32_t best = argmax(row, c.n_vocab);
+      am[static_cast<size_t>(first + r)] = best;
+      am_logit[static_cast<size_t>(first + r)] = row[best];
+      if (first + r == n - 1) std::copy(row, row + c.n_vocab, last.begin());
+    }
+  }, path);
+  const double t_prefill = now_seconds() - t1;
+  std::vector<int32_t> greedy;
+  if (a.decode > 0) {
+    greedy.push_back(am.back());
+    while (static_cast<int32_t>(greedy.size()) < a.decode) {
+      const float* lg = runner.decode(greedy.back(), path);
+      greedy.push_back(argmax(lg, c.n_vocab));
+    }
+  }
+  const double t_total = now_seconds() - t1;
+  OrderedJson out;
+  out["argmax"] = am;
+  out["argmax_logit"] = am_logit;
+  out["last_logits"] = last;
+  out["greedy"] = greedy;
+  out["timing"] = {{"load_s", t_load}, {"prefill_s", t_prefill}, {"total_s", t_total}};
+  std::cout << out.dump() << "\n";
+  return 0;
+}
+
+void add_logits(CLI::App& app) {
+  auto* a = new LogitsArgs();
+  auto* cmd = app.add_subcommand("logits", "Run a prompt of token ids through the model and print logits as JSON");
+  cmd->add_option("--model", a->model, "Checkpoint directory")->required();
+  cmd->add_option("--ids", a->ids, "Comma-separated prompt token ids, e.g. 0,15,27")->required();
+  cmd->add_option("--decode", a->decode, "Greedy tokens to produce (first from the prefill, then decode steps)");
+  cmd->add_option("--attn", a->attn, "MLA form: auto (naive prefill, absorbed decode) | naive | absorbed")
+      ->check(CLI::IsMember({"auto", "naive", "absorbed"}));
+  cmd->add_option("--chunk", a->chunk, "Prefill chunk size in tokens")->check(CLI::PositiveNumber);
+  cmd->callback([a] { exit_code = run_logits(*a); });
+}
+
+std::string human_bytes(double b) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int u = 0;
+  while (b >= 1024.0 && u < 4) {
+    b /= 1024.0;
+    ++u;
+  }
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "%.2f %s", b, units[u]);
+  return buf;
+}
+
+int run_inspect(const std::string& dir, bool json) {
+  auto model = Model::load(LoadOptions{dir});
+  if (!model) {
+    std::fprintf(stderr, "dsserve inspect: %s\n", model.message().c_str());
+    return 1;
+  }
+  const ModelConfig& c = (*model)->config();
+  const Checkpoint& ck = (*model)->checkpoint();
+  // Parameters by dtype (scale tensors counted as their own F32 entries).
+  std::map<std::string, std::pair<int64_t, size_t>> by_dtype;  // dtype -> (params, bytes)
+  for (const auto& name : ck.names()) {
+    auto t = ck.get(name);
+    auto& e = by_dtype[std::string(dtype_name(t->dtype))];
+    e.first += t->numel();
+    e.second += t->n_bytes;
+  }
+  const size_t kv_bf16 = static_cast<size_t>(c.n_layers) * c.d_kv_cache() * 2;
+  const size_t kv_f32 = kv_bf16 * 2;
+  OrderedJson j;
+  j["architecture"] = model_arch_name(c.arch);
+  j["layers"] = c.n_layers;
+  j["dense_layers"] = c.n_dense_layers;
+  j["hidden_size"] = c.d_model;
+  j["heads"] = c.n_heads;
+  j["vocab_size"] = c.n_vocab;
+  j["experts"] = {{"routed", c.n_experts}, {"shared", c.n_shared_experts}, {"per_token", c.n_experts_per_tok},
+                  {"groups", c.n_expert_groups}, {"groups_per_token", c.n_groups_per_tok}};
+  j["mla"] = {{"q_lora_rank", c.q_lora_rank}, {"kv_lora_rank", c.kv_lora_rank}, {"qk_nope_head_dim", c.d_nope},
+              {"qk_rope_head_dim", c.d_rope}, {"v_head_dim", c.d_v}, {"softmax_scale", c.softmax_scale()}};
+  j["quantization"] = c.quant.fp8 ? (c.quant.ue8m0 ? "fp8 e4m3 128x128 blocks, ue8m0 scales" : "fp8 e4m3 128x128 blocks") : "none";
+  int64_t total_params = 0;
+  size_t total_bytes = 0;
+  for (const auto& [dt, pb] : by_dtype) {
+    j["tensors_by_dtype"][dt] = {{"elements", pb.first}, {"bytes", pb.second}};
+    total_bytes += pb.second;
+    if (dt != "F32" || !c.quant.fp8) total_params += pb.first;
+  }
+  j["total_bytes"] = total_bytes;
+  j["files"] = ck.files().size();
+  j["kv_cache_bytes_per_token"] = {{"bf16", kv_bf16}, {"f32", kv_f32}, {"values_per_layer", c.d_kv_cache()}};
+  j["max_position_embeddings"] = c.max_position_embeddings;
+  if (json) {
+    std::cout << j.dump(2) << "\n";
+    return 0;
+  }
+  std::printf("architecture      %s\n", model_arch_name(c.arch).c_str());
+  std::printf("layers            %d (%d dense, %d MoE)\n", c.n_layers, c.n_dense_layers, c.n_layers - c.n_dense_layers);
+  std::printf("hidden / heads    %d / %d\n", c.d_model, c.n_heads);
+  std::printf("vocab             %d\n", c.n_vocab);
+  std::printf("MLA               q_lora %d, kv_lora %d, nope %d, rope %d, v %d, softmax scale %.6f\n", c.q_lora_rank,
+              c.kv_lora_rank, c.d_nope, c.d_rope, c.d_v, c.softmax_scale());
+  std::printf("MoE               %d routed + %d shared, %d per token, %d groups (top %d)\n", c.n_experts,
+              c.n_shared_experts, c.n_experts_per_tok, c.n_expert_groups, c.n_groups_per_tok);
+  std::printf("quantization      %s\n", j["quantization"].get<std::string>().c_str());
+  for (const auto& [dt, pb] : by_dtype) {
+    std::printf("tensors %-9s %lld elements, %s\n", dt.c_str(), static_cast<long long>(pb.first), human_bytes(static_cast<double>(pb.second)).c_str());
+  }
+  std::printf("total             %s in %zu file(s)\n", human_bytes(static_cast<double>(total_bytes)).c_str(), ck.files().size());
+  std::printf("KV cache / token  %d values x %d layers = %s (bf16), %s (f32)\n", c.d_kv_cache(), c.n_layers,
+              human_bytes(static_cast<double>(kv_bf16)).c_str(), human_bytes(static_cast<double>(kv_f32)).c_str());
+  return 0;
+}
+
+void add_inspect(CLI::App& app) {
+  auto* dir = new std::string();
+  auto* json = new bool(false);
+  auto* cmd = app.add_subcommand("inspect", "Summarise a checkpoint: architecture, parameters by dtype, KV cost");
+  cmd->add_option("--model", *dir, "Checkpoint directory")->required();
+  cmd->add_flag("--json", *json, "Print JSON");
+  cmd->callback([dir, json] { exit_code = run_inspect(*dir, *json); });
+}
+
+void add_init_model(CLI::App& app) {
+  auto* o = new InitModelOptions();
+  auto* cmd = app.add_subcommand("init-model", "Write a random-weight checkpoint in the official DeepSeek format");
+  cmd->add_option("--preset", o->preset, "tiny | ds-mini")->required()->check(CLI::IsMember({"tiny", "ds-mini"}));
+  cmd->add_option("--out", o->out, "Output directory")->required();
+  cmd->add_option("--dtype", o->dtype, "fp8 (e4m3 + 128x128 block scales) | bf16")->check(CLI::IsMember({"fp8", "bf16"}));
+  cmd->add_option("--seed", o->seed, "Random seed (same seed, same bytes)");
+  cmd->add_option("--vocab-size", o->vocab_size, "Override vocab_size (the tokenizer files are added only for the real vocabulary)");
+  cmd->add_option("--tokenizer-dir", o->tokenizer_dir, "Where to copy tokenizer.json/tokenizer_config.json from");
+  cmd->callback([o] {
+    Status s = init_model(*o);
+    if (!s) {
+      std::fprintf(stderr, "dsserve init-model: %s\n", s.message().c_str());
+      exit_code = 1;
+    }
+  });
+}
+
+}  // namespace
+
+void register_model_commands(CLI::App& app) {
+  add_logits(app);
+  add_inspect(app);
+  add_init_model(app);
+}
+
+}  // namespace dss::app

@@ -1,0 +1,30 @@
+// Scalar reference kernels: the ground truth that every optimised kernel is tested against.
+// Straightforward loops with double accumulation; never on the hot path.
+#pragma once
+
+#include <cstdint>
+
+#include "tensor/matrix.h"
+
+namespace dss::ref {
+
+// y[t, r] = sum_c W[r, c] * x[t, c]   x: [n_tok, w.n_cols], y: [n_tok, w.n_rows]
+// W is dequantised per element exactly as Matrix::at does (fp8 * block scale, one f32 product).
+void matmul(const Matrix& w, const float* x, int64_t n_tok, float* y);
+
+// y = x / sqrt(mean(x^2) + eps) * w   (x, y: [n]; y may alias x)
+void rmsnorm(const float* x, const Vector& w, int64_t n, float eps, float* y);
+
+// y = silu(gate) * up = gate / (1 + exp(-gate)) * up   (all [n]; y may alias gate)
+void silu_mul(const float* gate, const float* up, int64_t n, float* y);
+
+// In-place softmax over x[0, n).
+void softmax(float* x, int64_t n);
+
+// Interleaved (GPT-J) rotary embedding on one vector of d values: pair i = (x[2i], x[2i+1])
+// rotates by angle with cos[i], sin[i] (i < d/2).
+void rope_interleaved(float* x, int64_t d, const float* cos, const float* sin);
+
+double dot(const float* a, const float* b, int64_t n);
+
+}  // namespace dss::ref

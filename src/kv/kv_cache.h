@@ -1,0 +1,46 @@
+// KvCache owns the bytes of the MLA cache: per layer, per token slot, the normalised
+// kv_lora_rank latent followed by the rotated d_rope key (the 576 values FlashMLA caches for V3).
+//
+// Slots are addressed as page * page_size + offset; which pages belong to which sequence is the
+// caller's business (page tables in ForwardBatch). No policy here. Not thread-safe: the engine
+// thread writes it through Model::forward.
+//
+// Layout: one buffer per layer, [n_pages * page_size, d_latent + d_rope] f32, row-major.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace dss {
+
+struct KvLayout {
+  int32_t n_layers = 0;
+  int32_t d_latent = 0;   // kv_lora_rank
+  int32_t d_rope = 0;     // qk_rope_head_dim
+  int32_t page_size = 64; // tokens per page
+  int32_t d_row() const { return d_latent + d_rope; }
+};
+
+class KvCache {
+ public:
+  KvCache(const KvLayout& layout, int32_t n_pages);
+
+  const KvLayout& layout() const { return layout_; }
+  int32_t n_pages() const { return n_pages_; }
+  int32_t n_slots() const { return n_pages_ * layout_.page_size; }
+  // Row of one slot: [d_latent] latent, then [d_rope] rope key.
+  float* row(int32_t i_layer, int32_t slot) { return data_[static_cast<size_t>(i_layer)].data() + static_cast<size_t>(slot) * layout_.d_row(); }
+  const float* row(int32_t i_layer, int32_t slot) const {
+    return data_[static_cast<size_t>(i_layer)].data() + static_cast<size_t>(slot) * layout_.d_row();
+  }
+  size_t bytes_per_page() const;
+  size_t bytes_per_token() const;  // over all layers
+
+ private:
+  KvLayout layout_;
+  int32_t n_pages_;
+  std::vector<std::vector<float>> data_;  // [n_layers][n_slots * d_row]
+};
+
+}  // namespace dss

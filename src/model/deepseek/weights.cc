@@ -1,0 +1,145 @@
+#include "model/deepseek/weights.h"
+
+#include <map>
+
+namespace dss {
+
+namespace {
+
+std::string shape_str(const std::vector<int64_t>& s) {
+  std::string out = "[";
+  for (size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
+  return out + "]";
+}
+
+class Loader {
+ public:
+  Loader(const Checkpoint& ck) : ck_(ck) {}
+
+  Result<Matrix> matrix(const std::string& name, int64_t rows, int64_t cols) {
+    DSS_ASSIGN_OR_RETURN(TensorView t, ck_.get(name));
+    const std::vector<int64_t> want = {rows, cols};
+    if (t.shape != want) {
+      return Status::error(t.file, ": tensor '", name, "' has shape ", t.shape_str(), ", expected ", shape_str(want));
+    }
+    Matrix m;
+    m.dtype = t.dtype;
+    m.n_rows = rows;
+    m.n_cols = cols;
+    m.data = t.data;
+    if (t.dtype == DType::kF8E4M3) {
+      const std::string sname = name + "_scale_inv";
+      auto s = ck_.get(sname);
+      if (!s) return Status::error(t.file, ": tensor '", name, "' is F8_E4M3 but its scale tensor '", sname, "' is missing");
+      const std::vector<int64_t> want_s = {m.n_scale_rows(), m.n_scale_cols()};
+      if (s->dtype != DType::kF32) {
+        return Status::error(s->file, ": tensor '", sname, "' has dtype ", dtype_name(s->dtype), ", expected F32");
+      }
+      if (s->shape != want_s) {
+        return Status::error(s->file, ": tensor '", sname, "' has shape ", s->shape_str(), ", expected ", shape_str(want_s));
+      }
+      m.scales = reinterpret_cast<const float*>(s->data);
+      count(DType::kF32, s->n_bytes);
+    } else if (t.dtype != DType::kBF16 && t.dtype != DType::kF32 && t.dtype != DType::kF16) {
+      return Status::error(t.file, ": tensor '", name, "' has dtype ", dtype_name(t.dtype),
+                           ", expected F8_E4M3, BF16, F16 or F32");
+    }
+    count(t.dtype, t.n_bytes);
+    return m;
+  }
+
+  Result<Vector> vector(const std::string& name, int64_t n) {
+    DSS_ASSIGN_OR_RETURN(TensorView t, ck_.get(name));
+    if (t.shape != std::vector<int64_t>{n}) {
+      return Status::error(t.file, ": tensor '", name, "' has shape ", t.shape_str(), ", expected [", n, "]");
+    }
+    if (t.dtype != DType::kBF16 && t.dtype != DType::kF32 && t.dtype != DType::kF16) {
+      return Status::error(t.file, ": tensor '", name, "' has dtype ", dtype_name(t.dtype), ", expected BF16, F16 or F32");
+    }
+    count(t.dtype, t.n_bytes);
+    return Vector{t.dtype, n, t.data};
+  }
+
+  Result<FfnWeights> ffn(const std::string& prefix, int64_t d_model, int64_t d_ff) {
+    FfnWeights f;
+    DSS_ASSIGN_OR_RETURN(f.gate, matrix(prefix + ".gate_proj.weight", d_ff, d_model));
+    DSS_ASSIGN_OR_RETURN(f.up, matrix(prefix + ".up_proj.weight", d_ff, d_model));
+    DSS_ASSIGN_OR_RETURN(f.down, matrix(prefix + ".down_proj.weight", d_model, d_ff));
+    return f;
+  }
+
+  std::vector<std::pair<std::string, size_t>> bytes() const {
+    std::vector<std::pair<std::string, size_t>> out;
+    for (const auto& [k, v] : bytes_) out.emplace_back(k, v);
+    return out;
+  }
+
+ private:
+  void count(DType t, size_t n) { bytes_[std::string(dtype_name(t))] += n; }
+  const Checkpoint& ck_;
+  std::map<std::string, size_t> bytes_;
+};
+
+void dequantise_kv_b(MlaWeights& w) {
+  const Matrix& m = w.kv_b;
+  w.kv_b_f32.resize(static_cast<size_t>(m.n_rows * m.n_cols));
+  for (int64_t r = 0; r < m.n_rows; ++r) {
+    for (int64_t c = 0; c < m.n_cols; ++c) w.kv_b_f32[static_cast<size_t>(r * m.n_cols + c)] = m.at(r, c);
+  }
+}
+
+}  // namespace
+
+Result<ModelWeights> load_weights(const Checkpoint& ck, const ModelConfig& c) {
+  Loader ld(ck);
+  ModelWeights w;
+  DSS_ASSIGN_OR_RETURN(w.embed, ld.matrix("model.embed_tokens.weight", c.n_vocab, c.d_model));
+  DSS_ASSIGN_OR_RETURN(w.final_norm, ld.vector("model.norm.weight", c.d_model));
+  DSS_ASSIGN_OR_RETURN(w.lm_head, ld.matrix("lm_head.weight", c.n_vocab, c.d_model));
+  if (w.embed.dtype == DType::kF8E4M3) {
+    return Status::error(ck.dir(), ": tensor 'model.embed_tokens.weight' is F8_E4M3; embeddings must be BF16, F16 or F32");
+  }
+  const int64_t H = c.n_heads;
+  for (int32_t i = 0; i < c.n_layers; ++i) {
+    const std::string p = "model.layers." + std::to_string(i);
+    LayerWeights L;
+    DSS_ASSIGN_OR_RETURN(L.attn_norm, ld.vector(p + ".input_layernorm.weight", c.d_model));
+    DSS_ASSIGN_OR_RETURN(L.ffn_norm, ld.vector(p + ".post_attention_layernorm.weight", c.d_model));
+    MlaWeights& a = L.mla;
+    const std::string sa = p + ".self_attn";
+    DSS_ASSIGN_OR_RETURN(a.q_a, ld.matrix(sa + ".q_a_proj.weight", c.q_lora_rank, c.d_model));
+    DSS_ASSIGN_OR_RETURN(a.q_a_norm, ld.vector(sa + ".q_a_layernorm.weight", c.q_lora_rank));
+    DSS_ASSIGN_OR_RETURN(a.q_b, ld.matrix(sa + ".q_b_proj.weight", H * c.d_qk(), c.q_lora_rank));
+    DSS_ASSIGN_OR_RETURN(a.kv_a, ld.matrix(sa + ".kv_a_proj_with_mqa.weight", c.kv_lora_rank + c.d_rope, c.d_model));
+    DSS_ASSIGN_OR_RETURN(a.kv_a_norm, ld.vector(sa + ".kv_a_layernorm.weight", c.kv_lora_rank));
+    DSS_ASSIGN_OR_RETURN(a.kv_b, ld.matrix(sa + ".kv_b_proj.weight", H * (c.d_nope + c.d_v), c.kv_lora_rank));
+    DSS_ASSIGN_OR_RETURN(a.o, ld.matrix(sa + ".o_proj.weight", c.d_model, H * c.d_v));
+    dequantise_kv_b(a);
+    L.is_moe = c.is_moe_layer(i);
+    if (!L.is_moe) {
+      DSS_ASSIGN_OR_RETURN(L.dense, ld.ffn(p + ".mlp", c.d_model, c.d_ff));
+    } else {
+      MoeWeights& m = L.moe;
+      DSS_ASSIGN_OR_RETURN(m.router, ld.matrix(p + ".mlp.gate.weight", c.n_experts, c.d_model));
+      const std::string bname = p + ".mlp.gate.e_score_correction_bias";
+      DSS_ASSIGN_OR_RETURN(Vector bias, ld.vector(bname, c.n_experts));
+      m.router_bias.resize(static_cast<size_t>(c.n_experts));
+      for (int64_t e = 0; e < c.n_experts; ++e) m.router_bias[static_cast<size_t>(e)] = bias.at(e);
+      m.experts.reserve(static_cast<size_t>(c.n_experts));
+      for (int32_t e = 0; e < c.n_experts; ++e) {
+        DSS_ASSIGN_OR_RETURN(FfnWeights f, ld.ffn(p + ".mlp.experts." + std::to_string(e), c.d_model, c.d_ff_expert));
+        m.experts.push_back(f);
+      }
+      if (c.n_shared_experts > 0) {
+        m.has_shared = true;
+        DSS_ASSIGN_OR_RETURN(m.shared, ld.ffn(p + ".mlp.shared_experts", c.d_model,
+                                              static_cast<int64_t>(c.n_shared_experts) * c.d_ff_expert));
+      }
+    }
+    w.layers.push_back(std::move(L));
+  }
+  w.bytes_by_dtype = ld.bytes();
+  return w;
+}
+
+}  // namespace dss

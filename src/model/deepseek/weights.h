@@ -1,0 +1,64 @@
+// DeepSeek-V3-family weights as views into the memory-mapped checkpoint (zero copy), plus the
+// few owned tensors the forward pass derives at load time. Shapes are [rows, cols] in memory
+// order; FP8 matrices carry their [ceil(rows/128), ceil(cols/128)] scale grid (tensor/matrix.h).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "base/status.h"
+#include "io/checkpoint.h"
+#include "io/model_config.h"
+#include "tensor/matrix.h"
+
+namespace dss {
+
+struct FfnWeights {  // SwiGLU: down(silu(gate x) * up x)
+  Matrix gate;       // [d_ff, d_model]
+  Matrix up;         // [d_ff, d_model]
+  Matrix down;       // [d_model, d_ff]
+};
+
+struct MlaWeights {
+  Matrix q_a;          // [q_lora_rank, d_model]
+  Vector q_a_norm;     // [q_lora_rank]
+  Matrix q_b;          // [n_heads * (d_nope + d_rope), q_lora_rank]; per head nope first
+  Matrix kv_a;         // [kv_lora_rank + d_rope, d_model]
+  Vector kv_a_norm;    // [kv_lora_rank]
+  Matrix kv_b;         // [n_heads * (d_nope + d_v), kv_lora_rank]; per head W_UK rows then W_UV
+  Matrix o;            // [d_model, n_heads * d_v]
+  // kv_b dequantised once to f32 for the absorbed path: [n_heads, d_nope + d_v, kv_lora_rank].
+  std::vector<float> kv_b_f32;
+};
+
+struct MoeWeights {
+  Matrix router;                   // [n_experts, d_model] (bf16 in checkpoints; f32 compute)
+  std::vector<float> router_bias;  // [n_experts] e_score_correction_bias as f32 (selection only)
+  std::vector<FfnWeights> experts;  // n_experts x {[d_ff_expert, d_model] ...}
+  FfnWeights shared;                // [n_shared * d_ff_expert, d_model] ...; empty if none
+  bool has_shared = false;
+};
+
+struct LayerWeights {
+  Vector attn_norm;  // [d_model] input_layernorm
+  Vector ffn_norm;   // [d_model] post_attention_layernorm
+  MlaWeights mla;
+  bool is_moe = false;
+  FfnWeights dense;  // when !is_moe
+  MoeWeights moe;    // when is_moe
+};
+
+struct ModelWeights {
+  Matrix embed;       // [n_vocab, d_model]
+  Vector final_norm;  // [d_model]
+  Matrix lm_head;     // [n_vocab, d_model]
+  std::vector<LayerWeights> layers;
+  // Bytes by dtype name (F8_E4M3 includes its scales' F32 bytes under "F32").
+  std::vector<std::pair<std::string, size_t>> bytes_by_dtype;
+};
+
+// Looks up and validates every tensor the config implies: presence, dtype (F8 needs its
+// weight_scale_inv of the right shape), shape. Errors name the file and the tensor.
+Result<ModelWeights> load_weights(const Checkpoint& ck, const ModelConfig& cfg);
+
+}  // namespace dss

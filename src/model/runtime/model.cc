@@ -1,0 +1,69 @@
+#include "model/runtime/model.h"
+
+#include <algorithm>
+
+#include "base/check.h"
+#include "kernels/cpu/matmul.h"
+#include "kernels/cpu/vec_ops.h"
+
+namespace dss {
+
+Result<std::unique_ptr<Model>> Model::load(const LoadOptions& opts) {
+  DSS_ASSIGN_OR_RETURN(ModelConfig cfg, ModelConfig::load(opts.dir));
+  if (cfg.arch == ModelArch::kDeepseekV32) {
+    return Status::error(opts.dir, "/config.json: DeepseekV32ForCausalLM (sparse attention indexer) is not supported yet");
+  }
+  DSS_ASSIGN_OR_RETURN(Checkpoint ck, Checkpoint::open(opts.dir));
+  std::unique_ptr<Model> m(new Model(std::move(cfg), std::move(ck)));
+  DSS_ASSIGN_OR_RETURN(m->w_, load_weights(m->ck_, m->cfg_));
+  return m;
+}
+
+KvLayout Model::kv_layout(int32_t page_size) const {
+  return KvLayout{cfg_.n_layers, cfg_.kv_lora_rank, cfg_.d_rope, page_size};
+}
+
+void Model::forward(const ForwardBatch& b, KvCache& kv, Workspace& ws, float* logits, AttnPath path) const {
+  const ModelConfig& c = cfg_;
+  const int32_t T = b.n_tokens();
+  const int64_t d = c.d_model;
+  DSS_CHECK(T <= ws.limits.max_tokens, "tokens ", T, " > workspace ", ws.limits.max_tokens);
+  DSS_CHECK(static_cast<int32_t>(b.logit_rows.size()) <= ws.limits.max_logit_rows);
+  DSS_CHECK(static_cast<int32_t>(b.seq_token_begin.size()) == b.n_seqs() + 1);
+  // Embedding lookup (plain, unscaled).
+  for (int32_t t = 0; t < T; ++t) {
+    const TokenId id = b.tokens[static_cast<size_t>(t)];
+    DSS_CHECK(id >= 0 && id < c.n_vocab, "token id ", id, " out of range");
+    float* h = ws.h.data() + t * d;
+    for (int64_t j = 0; j < d; ++j) h[j] = w_.embed.at(id, j);
+  }
+  for (int32_t i = 0; i < c.n_layers; ++i) {
+    const LayerWeights& L = w_.layers[static_cast<size_t>(i)];
+    for (int32_t t = 0; t < T; ++t) cpu::rmsnorm(ws.h.data() + t * d, L.attn_norm, d, c.rms_eps, ws.xn.data() + t * d);
+    mla(i, b, kv, ws, path);  // xn -> tmp
+    for (int32_t t = 0; t < T; ++t) cpu::axpy(1.0f, ws.tmp.data() + t * d, ws.h.data() + t * d, d);
+    for (int32_t t = 0; t < T; ++t) cpu::rmsnorm(ws.h.data() + t * d, L.ffn_norm, d, c.rms_eps, ws.xn.data() + t * d);
+    if (L.is_moe) {
+      moe(L.moe, T, ws);  // xn -> tmp
+    } else {
+      ffn(L.dense, T, c.d_ff, ws.xn.data(), ws.tmp.data(), ws);
+    }
+    for (int32_t t = 0; t < T; ++t) cpu::axpy(1.0f, ws.tmp.data() + t * d, ws.h.data() + t * d, d);
+  }
+  const auto n_out = static_cast<int32_t>(b.logit_rows.size());
+  for (int32_t j = 0; j < n_out; ++j) {
+    const int32_t t = b.logit_rows[static_cast<size_t>(j)];
+    DSS_CHECK(t >= 0 && t < T, "logit row ", t, " out of range");
+    cpu::rmsnorm(ws.h.data() + t * d, w_.final_norm, d, c.rms_eps, ws.logit_in.data() + j * d);
+  }
+  if (n_out > 0) cpu::matmul(w_.lm_head, ws.logit_in.data(), n_out, logits);
+}
+
+void Model::ffn(const FfnWeights& f, int32_t n_tok, int32_t d_ff, const float* x, float* out, Workspace& ws) const {
+  cpu::matmul(f.gate, x, n_tok, ws.gate.data());
+  cpu::matmul(f.up, x, n_tok, ws.up.data());
+  cpu::silu_mul(ws.gate.data(), ws.up.data(), static_cast<int64_t>(n_tok) * d_ff, ws.gate.data());
+  cpu::matmul(f.down, ws.gate.data(), n_tok, out);
+}
+
+}  // namespace dss

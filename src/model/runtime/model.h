@@ -1,0 +1,59 @@
+// Model: a DeepSeek-V3-family checkpoint loaded for CPU inference, and its forward pass.
+//
+// forward() is a pure function of (weights, batch, cache) -> logits: it writes the batch's new
+// KV entries into `kv` at batch.kv_write_slots, then returns logits for batch.logit_rows.
+// No allocation, locks or policy inside: everything it needs is in `batch` and `ws`.
+// Thread-safety: const; concurrent forwards need distinct Workspaces and caches.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "base/status.h"
+#include "core/forward_batch.h"
+#include "io/checkpoint.h"
+#include "io/model_config.h"
+#include "kv/kv_cache.h"
+#include "model/deepseek/rope.h"
+#include "model/deepseek/weights.h"
+#include "model/runtime/workspace.h"
+
+namespace dss {
+
+// Which MLA form a sequence uses. kAuto: naive (expanded K/V, "MHA mode") for prefill chunks of
+// more than one token, absorbed (attention over the cached 512+64 latent, "MQA mode") for
+// single-token decode. The forced modes exist for tests (the two must agree).
+enum class AttnPath { kAuto, kNaive, kAbsorbed };
+
+struct LoadOptions {
+  std::string dir;  // checkpoint directory (config.json + safetensors)
+};
+
+class Model {
+ public:
+  static Result<std::unique_ptr<Model>> load(const LoadOptions& opts);
+
+  const ModelConfig& config() const { return cfg_; }
+  const ModelWeights& weights() const { return w_; }
+  const Checkpoint& checkpoint() const { return ck_; }
+  KvLayout kv_layout(int32_t page_size) const;
+
+  // logits: [batch.logit_rows.size(), n_vocab] f32.
+  void forward(const ForwardBatch& batch, KvCache& kv, Workspace& ws, float* logits,
+               AttnPath path = AttnPath::kAuto) const;
+
+ private:
+  Model(ModelConfig cfg, Checkpoint ck) : cfg_(std::move(cfg)), ck_(std::move(ck)), rope_(cfg_) {}
+  void mla(int32_t i_layer, const ForwardBatch& b, KvCache& kv, Workspace& ws, AttnPath path) const;
+  void mla_naive(int32_t i_layer, const ForwardBatch& b, int32_t i_seq, const KvCache& kv, Workspace& ws) const;
+  void mla_absorbed(int32_t i_layer, const ForwardBatch& b, int32_t i_seq, const KvCache& kv, Workspace& ws) const;
+  void ffn(const FfnWeights& f, int32_t n_tok, int32_t d_ff, const float* x, float* out, Workspace& ws) const;
+  void moe(const MoeWeights& m, int32_t n_tok, Workspace& ws) const;
+
+  ModelConfig cfg_;
+  Checkpoint ck_;
+  ModelWeights w_;
+  RopeTable rope_;
+};
+
+}  // namespace dss

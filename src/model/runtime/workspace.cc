@@ -1,0 +1,42 @@
+#include "model/runtime/workspace.h"
+
+#include <algorithm>
+
+namespace dss {
+
+Workspace::Workspace(const ModelConfig& c, const WorkspaceLimits& lim) : limits(lim) {
+  const auto T = static_cast<size_t>(lim.max_tokens);
+  const auto S = static_cast<size_t>(lim.max_kv_len);
+  const auto d = static_cast<size_t>(c.d_model);
+  h.resize(T * d);
+  xn.resize(T * d);
+  tmp.resize(T * d);
+  q_a.resize(T * static_cast<size_t>(c.q_lora_rank));
+  q.resize(T * static_cast<size_t>(c.n_heads * c.d_qk()));
+  kv_a.resize(T * static_cast<size_t>(c.kv_lora_rank + c.d_rope));
+  attn.resize(T * static_cast<size_t>(c.n_heads * c.d_v));
+  rope_cos.resize(static_cast<size_t>(c.d_rope / 2));
+  rope_sin.resize(static_cast<size_t>(c.d_rope / 2));
+  lat.resize(S * static_cast<size_t>(c.kv_lora_rank));
+  kv_exp.resize(S * static_cast<size_t>(c.n_heads * (c.d_nope + c.d_v)));
+  scores.resize(S);
+  q_abs.resize(static_cast<size_t>(c.kv_lora_rank));
+  o_lat.resize(static_cast<size_t>(c.kv_lora_rank));
+  const size_t ff = static_cast<size_t>(std::max(c.d_ff, std::max(c.n_shared_experts, 1) * c.d_ff_expert));
+  gate.resize(T * ff);
+  up.resize(T * ff);
+  router.resize(T * static_cast<size_t>(c.n_experts));
+  route_scratch.resize(static_cast<size_t>(c.n_experts + c.n_expert_groups));
+  const size_t k = T * static_cast<size_t>(c.n_experts_per_tok);
+  sel_experts.resize(k);
+  sel_weights.resize(k);
+  expert_offsets.resize(static_cast<size_t>(c.n_experts + 1));
+  expert_cursor.resize(static_cast<size_t>(c.n_experts));
+  expert_tokens.resize(k);
+  expert_weights.resize(k);
+  xe.resize(T * d);
+  ye.resize(T * d);
+  logit_in.resize(static_cast<size_t>(lim.max_logit_rows) * d);
+}
+
+}  // namespace dss

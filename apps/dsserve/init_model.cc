@@ -43,6 +43,7 @@ Status init_model(const InitModelOptions& o) {
         return Status::error(src, "/", f, ": cannot copy the tokenizer (", ec.message(),
                              "); run scripts/setup or pass --tokenizer-dir");
       }
+      fs::permissions(fs::path(o.out) / f, fs::perms::owner_read | fs::perms::owner_write, fs::perm_options::add, ec);
     }
   }
   if (!o.quiet) log_info("init-model: wrote ", o.out, " (", o.preset, ", ", o.dtype, ", seed ", o.seed, ") in ", now_seconds() - t0, " s");

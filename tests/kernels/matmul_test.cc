@@ -1,0 +1,109 @@
+// kernels/cpu matmul vs kernels/ref on every compiled Highway target this CPU supports, for every
+// weight dtype, on random shapes including ragged FP8 edge blocks and token counts not a
+// multiple of the 4-token tile. Error metric: max |y - ref| / (rms(ref) + tiny), tolerance 1e-5
+// (float32 accumulation of up to ~700 terms vs the double-accumulated reference).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <vector>
+
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "tests/kernels/matmul_test.cc"
+#include "hwy/foreach_target.h"  // IWYU pragma: keep
+#include "hwy/highway.h"
+#include "hwy/tests/hwy_gtest.h"
+#include "kernels/cpu/matmul-inl.h"
+
+#ifndef DSS_TESTS_KERNELS_MATMUL_TEST_HELPERS_
+#define DSS_TESTS_KERNELS_MATMUL_TEST_HELPERS_
+#include "base/rng.h"
+#include "kernels/ref/ref_kernels.h"
+namespace dss::test {
+struct RandomMatrix {
+  Matrix m;
+  std::vector<uint8_t> data;
+  std::vector<float> scales;
+};
+inline RandomMatrix random_matrix(DType dt, int64_t rows, int64_t cols, Rng& rng) {
+  RandomMatrix r;
+  r.m = Matrix{dt, rows, cols, nullptr, nullptr};
+  r.data.resize(static_cast<size_t>(rows * cols) * dtype_size(dt));
+  for (int64_t i = 0; i < rows * cols; ++i) {
+    const float v = rng.normal();
+    if (dt == DType::kF32) std::memcpy(r.data.data() + 4 * i, &v, 4);
+    if (dt == DType::kBF16) {
+      const uint16_t b = f32_to_bf16(v);
+      std::memcpy(r.data.data() + 2 * i, &b, 2);
+    }
+    if (dt == DType::kF16) {
+      const uint16_t b = f32_to_f16(v);
+      std::memcpy(r.data.data() + 2 * i, &b, 2);
+    }
+    if (dt == DType::kF8E4M3) {  // every code but NaN, incl. subnormals
+      uint8_t code = static_cast<uint8_t>(rng.next_u64());
+      if ((code & 0x7F) == 0x7F) code = 0x3F;
+      r.data[static_cast<size_t>(i)] = code;
+    }
+  }
+  r.m.data = r.data.data();
+  if (dt == DType::kF8E4M3) {
+    r.scales.resize(static_cast<size_t>(r.m.n_scale_rows() * r.m.n_scale_cols()));
+    for (auto& s : r.scales) s = std::exp2(static_cast<float>(static_cast<int>(rng.next_u64() % 12) - 14)) * (1.0f + rng.uniform());
+    r.m.scales = r.scales.data();
+  }
+  return r;
+}
+}  // namespace dss::test
+#endif
+
+HWY_BEFORE_NAMESPACE();
+namespace dss::cpu::HWY_NAMESPACE {
+
+void TestMatmulAllDtypes() {
+  Rng rng(1234);
+  const int64_t shapes[][3] = {{1, 1, 1}, {3, 8, 16}, {80, 256, 1}, {130, 200, 5}, {257, 129, 4}, {64, 640, 9}, {7, 37, 3}};
+  for (DType dt : {DType::kF32, DType::kBF16, DType::kF16, DType::kF8E4M3}) {
+    for (const auto& s : shapes) {
+      const int64_t rows = s[0], cols = s[1], n_tok = s[2];
+      auto w = test::random_matrix(dt, rows, cols, rng);
+      std::vector<float> x(static_cast<size_t>(n_tok * cols)), y(static_cast<size_t>(n_tok * rows), -1.0f), ref(y.size());
+      for (auto& v : x) v = rng.normal();
+      ref::matmul(w.m, x.data(), n_tok, ref.data());
+      MatmulRows(w.m, x.data(), n_tok, y.data(), 0, rows);
+      double ss = 0;
+      for (float v : ref) ss += static_cast<double>(v) * v;
+      const double rms = std::sqrt(ss / static_cast<double>(ref.size())) + 1e-30;
+      double worst = 0;
+      for (size_t i = 0; i < y.size(); ++i) worst = std::max(worst, std::abs(y[i] - ref[i]) / rms);
+      EXPECT_LE(worst, 1e-5) << dtype_name(dt) << " " << rows << "x" << cols << " tok " << n_tok << " target "
+                             << hwy::TargetName(HWY_TARGET);
+    }
+  }
+}
+
+void TestMatmulRowRangeWritesOnlyItsRows() {
+  Rng rng(9);
+  auto w = test::random_matrix(DType::kF8E4M3, 300, 256, rng);
+  std::vector<float> x(2 * 256);
+  for (auto& v : x) v = rng.normal();
+  std::vector<float> y(2 * 300, 7.0f);
+  MatmulRows(w.m, x.data(), 2, y.data(), 128, 256);
+  for (int64_t t = 0; t < 2; ++t) {
+    for (int64_t r = 0; r < 300; ++r) {
+      if (r < 128 || r >= 256) {
+        EXPECT_EQ(y[static_cast<size_t>(t * 300 + r)], 7.0f);
+      }
+    }
+  }
+}
+
+}  // namespace dss::cpu::HWY_NAMESPACE
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace dss::cpu {
+HWY_BEFORE_TEST(MatmulTest);
+HWY_EXPORT_AND_TEST_P(MatmulTest, TestMatmulAllDtypes);
+HWY_EXPORT_AND_TEST_P(MatmulTest, TestMatmulRowRangeWritesOnlyItsRows);
+}  // namespace dss::cpu
+#endif

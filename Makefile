@@ -1,0 +1,65 @@
+# dsserve developer entry points. The two quick-start commands are `make serve` and `make test`;
+# both run scripts/setup first (idempotent: installs only what is missing).
+#
+#   make serve        build, create the default demo model on first use, serve it
+#   make test         build (release) and run the whole default test suite
+#   make test-asan    the suite under AddressSanitizer + UndefinedBehaviorSanitizer
+#   make test-ubsan   the suite under UBSan only
+#   make test-tsan    the suite under ThreadSanitizer
+#   make build        release build only (build/release)
+#   make format       clang-format every C++ file
+#   make demo-model   (re)create models/demo-tiny
+#   make ds-mini      create models/ds-mini (benchmark shape, ~1.7 GB, about a minute)
+
+JOBS ?= $(shell nproc)
+DSSERVE := build/release/apps/dsserve/dsserve
+DEMO_MODEL ?= models/demo-tiny
+export CCACHE_BASEDIR := $(CURDIR)
+export CCACHE_NOHASHDIR := 1
+
+.PHONY: setup build serve test test-asan test-ubsan test-tsan format demo-model ds-mini clean
+
+setup:
+	@scripts/setup
+
+build: setup
+	@cmake --preset release >/dev/null
+	@cmake --build build/release -j $(JOBS)
+
+$(DEMO_MODEL)/config.json: | build
+	$(DSSERVE) init-model --preset tiny --out $(DEMO_MODEL) --seed 7
+
+demo-model: build
+	rm -rf $(DEMO_MODEL)
+	$(DSSERVE) init-model --preset tiny --out $(DEMO_MODEL) --seed 7
+
+ds-mini: build
+	$(DSSERVE) init-model --preset ds-mini --out models/ds-mini --seed 7
+
+serve: build $(DEMO_MODEL)/config.json
+	$(DSSERVE) serve --model $(DEMO_MODEL) $(ARGS)
+
+test: build
+	cd build/release && ctest -j $(JOBS) --output-on-failure --timeout 600
+
+define sanitized_test
+	@scripts/setup
+	@cmake --preset $(1) >/dev/null
+	@cmake --build build/$(1) -j $(JOBS)
+	cd build/$(1) && ctest -j $(JOBS) --output-on-failure --timeout 1200
+endef
+
+test-asan:
+	$(call sanitized_test,debug-asan)
+
+test-ubsan:
+	$(call sanitized_test,debug-ubsan)
+
+test-tsan:
+	$(call sanitized_test,tsan)
+
+format:
+	@git ls-files '*.h' '*.cc' | xargs clang-format -i
+
+clean:
+	rm -rf build

@@ -1,0 +1,39 @@
+// StepPlan: what one engine step computes (the scheduler's "prepare" output), plain data.
+// Pointers stay valid until the matching Scheduler::commit.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "core/types.h"
+
+namespace dss {
+
+struct ScheduledSeq {
+  RequestId id = 0;
+  int32_t n_computed = 0;     // tokens already in the KV cache before this step
+  int32_t n_new = 0;          // tokens computed this step (1 for a decode)
+  bool needs_logits = false;  // the step reaches the sequence's newest token: sample one
+  const TokenId* tokens =
+      nullptr;                    // the sequence's tokens [n_computed + n_new] (prompt + generated)
+  const PageId* pages = nullptr;  // its page table (covers n_computed + n_new tokens)
+  int32_t n_pages = 0;
+};
+
+struct StepPlan {
+  std::vector<ScheduledSeq> seqs;  // running order: continuing requests first, then newly admitted
+  std::vector<RequestId> preempted;  // sent back to waiting this step (recompute later)
+  int32_t n_tokens = 0;              // sum of n_new
+  int32_t n_prefill_tokens = 0;      // tokens of sequences with n_new > 1 or still prefilling
+  bool empty() const { return seqs.empty(); }
+};
+
+// Per-sequence result of a step, in the order of the plan's seqs with needs_logits.
+enum class FinishReason : uint8_t { kNone, kStop, kLength, kAbort };
+
+struct StepResult {
+  TokenId token = 0;  // the sampled token (appended)
+  FinishReason finish = FinishReason::kNone;
+};
+
+}  // namespace dss

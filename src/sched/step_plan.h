@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/finish_reason.h"
 #include "core/types.h"
 
 namespace dss {
@@ -29,7 +30,6 @@ struct StepPlan {
 };
 
 // Per-sequence result of a step, in the order of the plan's seqs with needs_logits.
-enum class FinishReason : uint8_t { kNone, kStop, kLength, kAbort };
 
 struct StepResult {
   TokenId token = 0;  // the sampled token (appended)

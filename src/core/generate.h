@@ -1,0 +1,47 @@
+// The engine's request and event contracts (plain data, shared by engine, server and CLI).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "core/finish_reason.h"
+#include "core/sampling_params.h"
+#include "core/types.h"
+
+namespace dss {
+
+struct GenerateRequest {
+  std::vector<TokenId> prompt;  // rendered and encoded already (no second BOS)
+  SamplingParams params;
+};
+
+struct TopLogprob {
+  TokenId token = 0;
+  float logprob = 0.0f;
+};
+
+// One event per sampled token, plus a final event. Events of one request arrive in order, on the
+// engine thread: a sink must not block (push into its own queue and return).
+struct TokenEvent {
+  RequestId id = 0;
+  bool has_token = false;
+  TokenId token = 0;
+  float logprob = 0.0f;                       // when params.logprobs >= 0
+  std::vector<TopLogprob> top_logprobs;       // when params.logprobs >= 1
+  FinishReason finish = FinishReason::kNone;  // != kNone: this is the request's last event
+  std::string error;                          // non-empty: the request failed (last event)
+  // Usage, filled on the last event.
+  int32_t n_prompt = 0;
+  int32_t n_cached_prompt = 0;  // prompt tokens served from the prefix cache
+  int32_t n_generated = 0;
+  // Timings on the engine's monotonic clock (seconds): arrival, first scheduled, this event.
+  double t_arrival = 0.0, t_scheduled = 0.0, t_event = 0.0;
+
+  bool is_last() const { return finish != FinishReason::kNone || !error.empty(); }
+};
+
+using EventSink = std::function<void(TokenEvent&&)>;
+
+}  // namespace dss

@@ -1,0 +1,418 @@
+#include "engine/engine.h"
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <future>
+#include <string>
+
+#include "base/check.h"
+#include "base/clock.h"
+#include "base/log.h"
+#include "kv/block_pool.h"
+#include "kv/kv_cache.h"
+#include "kv/radix_cache.h"
+#include "model/runtime/model.h"
+#include "sample/finish.h"
+#include "sample/sampler.h"
+#include "sample/sampler_state.h"
+#include "sched/batch_builder.h"
+#include "sched/scheduler.h"
+
+namespace dss {
+
+namespace {
+
+int64_t mem_available_bytes() {
+  std::ifstream f("/proc/meminfo");
+  std::string key;
+  int64_t kb = 0;
+  std::string unit;
+  while (f >> key >> kb >> unit) {
+    if (key == "MemAvailable:") return kb * 1024;
+  }
+  return int64_t{4} << 30;
+}
+
+Status validate_params(const SamplingParams& p) {
+  if (!(p.temperature >= 0.0f) || !std::isfinite(p.temperature))
+    return Status::error("temperature must be >= 0");
+  if (!(p.top_p > 0.0f && p.top_p <= 1.0f)) return Status::error("top_p must be in (0, 1]");
+  if (p.top_k < -1) return Status::error("top_k must be -1, 0 or positive");
+  if (!(p.min_p >= 0.0f && p.min_p <= 1.0f)) return Status::error("min_p must be in [0, 1]");
+  if (!(p.repetition_penalty > 0.0f) || !std::isfinite(p.repetition_penalty))
+    return Status::error("repetition_penalty must be > 0");
+  if (!(std::fabs(p.frequency_penalty) <= 2.0f))
+    return Status::error("frequency_penalty must be in [-2, 2]");
+  if (!(std::fabs(p.presence_penalty) <= 2.0f))
+    return Status::error("presence_penalty must be in [-2, 2]");
+  if (p.max_tokens < 1) return Status::error("max_tokens must be at least 1");
+  if (p.min_tokens < 0 || p.min_tokens > p.max_tokens)
+    return Status::error("min_tokens must be in [0, max_tokens]");
+  if (p.logprobs > 20) return Status::error("logprobs must be at most 20");
+  return Status::ok();
+}
+
+}  // namespace
+
+struct Engine::Impl {
+  EngineOptions opts;
+  std::unique_ptr<Model> model;
+  int32_t context_length = 0;
+  int32_t eos = 1;
+  std::unique_ptr<KvCache> kv;
+  std::unique_ptr<BlockPool> pool;
+  std::unique_ptr<RadixCache> radix;
+  std::unique_ptr<Scheduler> sched;
+  std::unique_ptr<Workspace> ws;
+  std::unique_ptr<Sampler> sampler;
+  BatchBuilder builder{64};
+  std::vector<float> logits;
+
+  struct Live {
+    SamplingParams params;
+    std::unique_ptr<SamplerState> sampler;
+    EventSink sink;
+    int32_t n_prompt = 0;
+    double t_arrival = 0.0, t_scheduled = 0.0;
+  };
+  std::unordered_map<RequestId, Live> live;  // engine thread only
+
+  // Inbox (any thread).
+  mutable std::mutex mu;
+  std::condition_variable cv;
+  struct Pending {
+    RequestId id;
+    GenerateRequest req;
+    EventSink sink;
+    double t_arrival;
+  };
+  std::deque<Pending> inbox;
+  std::vector<RequestId> cancels;
+  std::vector<std::promise<void>> integrity_checks;
+  bool stopping = false;
+  std::atomic<RequestId> next_id{1};
+  EngineStats stats;  // guarded by mu
+  std::thread thread;
+
+  void loop();
+  void drain(std::deque<Pending>& in, std::vector<RequestId>& cancel_ids);
+  void step();
+  void emit_final(RequestId id, FinishReason reason, const SeqStats& st);
+  void abort_all();
+  void publish_stats(double step_s);
+};
+
+Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& o) {
+  auto impl = std::make_unique<Impl>();
+  impl->opts = o;
+  if (o.page_size < 1) return Status::error("--page-size must be at least 1");
+  if (o.max_running_requests < 1) return Status::error("--max-running-requests must be at least 1");
+  if (o.chunked_prefill_size < 1) return Status::error("--chunked-prefill-size must be at least 1");
+  DSS_ASSIGN_OR_RETURN(impl->model, Model::load(LoadOptions{o.model_dir}));
+  const ModelConfig& c = impl->model->config();
+  impl->eos = c.eos_token_id;
+  impl->context_length =
+      o.context_length > 0 ? o.context_length : std::min(c.max_position_embeddings, 32768);
+  if (impl->context_length > c.max_position_embeddings) {
+    return Status::error("--context-length ", impl->context_length,
+                         " exceeds the model's max_position_embeddings ",
+                         c.max_position_embeddings);
+  }
+  const KvLayout layout = impl->model->kv_layout(o.page_size);
+  const auto bytes_per_page =
+      static_cast<int64_t>(layout.n_layers) * layout.d_row() * 4 * o.page_size;
+  int64_t n_pages = 0;
+  if (o.max_total_tokens > 0) {
+    n_pages = (o.max_total_tokens + o.page_size - 1) / o.page_size;
+  } else {
+    const int64_t budget = o.kv_cache_memory_bytes > 0
+                               ? o.kv_cache_memory_bytes
+                               : static_cast<int64_t>(o.kv_cache_fraction *
+                                                      static_cast<double>(mem_available_bytes()));
+    n_pages = budget / bytes_per_page;
+    if (o.kv_cache_memory_bytes ==
+        0) {  // no point holding more than every running request at full length
+      const int64_t useful = static_cast<int64_t>(o.max_running_requests) *
+                             ((impl->context_length + o.page_size - 1) / o.page_size);
+      n_pages = std::min(n_pages, useful);
+    }
+  }
+  if (n_pages * o.page_size < impl->context_length) {
+    return Status::error(
+        "the KV cache holds ", n_pages * o.page_size, " tokens, less than --context-length ",
+        impl->context_length,
+        " (raise --kv-cache-memory / --max-total-tokens or lower --context-length)");
+  }
+  if (n_pages > INT32_MAX / o.page_size) return Status::error("KV cache too large");
+  impl->kv = std::make_unique<KvCache>(layout, static_cast<int32_t>(n_pages));
+  impl->pool = std::make_unique<BlockPool>(static_cast<int32_t>(n_pages));
+  impl->radix = std::make_unique<RadixCache>(o.page_size, *impl->pool);
+  SchedulerConfig sc{o.page_size, o.max_running_requests, o.chunked_prefill_size,
+                     impl->context_length, o.enable_prefix_cache};
+  impl->sched = std::make_unique<Scheduler>(sc, *impl->pool, *impl->radix);
+  const int32_t max_tokens = std::max(o.chunked_prefill_size, o.max_running_requests);
+  impl->ws = std::make_unique<Workspace>(
+      c, WorkspaceLimits{max_tokens, impl->context_length, o.max_running_requests});
+  impl->sampler = std::make_unique<Sampler>(c.n_vocab);
+  impl->builder = BatchBuilder(o.page_size);
+  impl->logits.resize(static_cast<size_t>(o.max_running_requests) * c.n_vocab);
+  impl->stats.kv_pages_total = static_cast<int32_t>(n_pages);
+  impl->stats.page_size = o.page_size;
+  log_info("engine: ", model_arch_name(c.arch), ", context ", impl->context_length, ", KV pool ",
+           n_pages, " pages x ", o.page_size, " tokens (",
+           static_cast<double>(n_pages * bytes_per_page) / (1 << 20), " MiB)");
+  Impl* raw = impl.get();
+  impl->thread = std::thread([raw] { raw->loop(); });
+  return std::unique_ptr<Engine>(new Engine(std::move(impl)));
+}
+
+Engine::Engine(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Engine::~Engine() { shutdown(); }
+
+const ModelConfig& Engine::model_config() const { return impl_->model->config(); }
+int32_t Engine::context_length() const { return impl_->context_length; }
+
+Result<RequestId> Engine::submit(GenerateRequest req, EventSink sink) {
+  const ModelConfig& c = impl_->model->config();
+  if (req.prompt.empty()) return Status::error("prompt: must contain at least one token");
+  for (TokenId t : req.prompt) {
+    if (t < 0 || t >= c.n_vocab)
+      return Status::error("prompt: token id ", t, " is out of range [0, ", c.n_vocab, ")");
+  }
+  DSS_RETURN_IF_ERROR(validate_params(req.params));
+  const auto n = static_cast<int64_t>(req.prompt.size());
+  if (n + req.params.max_tokens > impl_->context_length) {
+    return Status::error("this model's maximum context length is ", impl_->context_length,
+                         " tokens; the request has ", n, " prompt tokens and asks for ",
+                         req.params.max_tokens, " new tokens (reduce the prompt or max_tokens)");
+  }
+  const RequestId id = impl_->next_id.fetch_add(1);
+  {
+    std::lock_guard<std::mutex> lk(impl_->mu);
+    if (impl_->stopping) return Status::error("engine is shutting down");
+    impl_->inbox.push_back(Impl::Pending{id, std::move(req), std::move(sink), now_seconds()});
+  }
+  impl_->cv.notify_one();
+  return id;
+}
+
+void Engine::cancel(RequestId id) {
+  {
+    std::lock_guard<std::mutex> lk(impl_->mu);
+    impl_->cancels.push_back(id);
+  }
+  impl_->cv.notify_one();
+}
+
+EngineStats Engine::stats() const {
+  std::lock_guard<std::mutex> lk(impl_->mu);
+  return impl_->stats;
+}
+
+void Engine::check_integrity() {
+  std::future<void> done;
+  {
+    std::lock_guard<std::mutex> lk(impl_->mu);
+    if (impl_->stopping || !impl_->thread.joinable()) return;
+    impl_->integrity_checks.emplace_back();
+    done = impl_->integrity_checks.back().get_future();
+  }
+  impl_->cv.notify_one();
+  done.wait();
+}
+
+void Engine::shutdown() {
+  {
+    std::lock_guard<std::mutex> lk(impl_->mu);
+    impl_->stopping = true;
+  }
+  impl_->cv.notify_one();
+  if (impl_->thread.joinable()) impl_->thread.join();
+}
+
+void Engine::Impl::loop() {
+  for (;;) {
+    std::deque<Pending> in;
+    std::vector<RequestId> cancel_ids;
+    std::vector<std::promise<void>> checks;
+    bool stop = false;
+    {
+      std::unique_lock<std::mutex> lk(mu);
+      cv.wait(lk, [&] {
+        return stopping || !inbox.empty() || !cancels.empty() || !integrity_checks.empty() ||
+               !sched->idle();
+      });
+      in.swap(inbox);
+      cancel_ids.swap(cancels);
+      checks.swap(integrity_checks);
+      stop = stopping;
+    }
+    if (!in.empty() || !cancel_ids.empty()) {
+      drain(in, cancel_ids);
+      publish_stats(0.0);
+    }
+    if (!checks.empty()) {
+      sched->check_integrity();
+      for (auto& p : checks) p.set_value();
+    }
+    if (stop) {
+      abort_all();
+      return;
+    }
+    if (!sched->idle()) step();
+  }
+}
+
+void Engine::Impl::drain(std::deque<Pending>& in, std::vector<RequestId>& cancel_ids) {
+  for (Pending& p : in) {
+    const int32_t n_prompt = static_cast<int32_t>(p.req.prompt.size());
+    Live l;
+    l.params = p.req.params;
+    l.sampler = std::make_unique<SamplerState>(p.req.params, p.req.prompt, opts.seed, p.id);
+    l.sink = std::move(p.sink);
+    l.n_prompt = n_prompt;
+    l.t_arrival = p.t_arrival;
+    Status s = sched->add(SchedRequest{p.id, std::move(p.req.prompt), p.req.params.max_tokens});
+    if (!s) {
+      TokenEvent e;
+      e.id = p.id;
+      e.error = s.message();
+      e.n_prompt = n_prompt;
+      e.t_arrival = p.t_arrival;
+      e.t_event = now_seconds();
+      l.sink(std::move(e));
+      continue;
+    }
+    live.emplace(p.id, std::move(l));
+  }
+  for (RequestId id : cancel_ids) {
+    auto st = sched->stats(id);
+    if (sched->abort(id) && st) emit_final(id, FinishReason::kAbort, *st);
+  }
+}
+
+void Engine::Impl::emit_final(RequestId id, FinishReason reason, const SeqStats& st) {
+  auto it = live.find(id);
+  if (it == live.end()) return;
+  TokenEvent e;
+  e.id = id;
+  e.finish = reason;
+  e.n_prompt = it->second.n_prompt;
+  e.n_cached_prompt = st.n_cached_prompt;
+  e.n_generated = st.n_generated;
+  e.t_arrival = it->second.t_arrival;
+  e.t_scheduled = it->second.t_scheduled;
+  e.t_event = now_seconds();
+  EventSink sink = std::move(it->second.sink);
+  live.erase(it);
+  {
+    std::lock_guard<std::mutex> lk(mu);
+    stats.requests_finished++;
+  }
+  sink(std::move(e));
+}
+
+void Engine::Impl::step() {
+  const double t0 = now_seconds();
+  StepPlan plan = sched->plan();
+  if (plan.empty()) {
+    // Only possible when the head of the queue cannot get pages although nothing runs: every page
+    // is then in the prefix cache and unlocked, so evict it all and retry next loop.
+    radix->evict(pool->n_pages());
+    publish_stats(0.0);
+    return;
+  }
+  for (const ScheduledSeq& q : plan.seqs) {
+    auto it = live.find(q.id);
+    if (it != live.end() && it->second.t_scheduled == 0.0) it->second.t_scheduled = t0;
+  }
+  const ForwardBatch& batch = builder.build(plan);
+  model->forward(batch, *kv, *ws, logits.data());
+  const int32_t V = model->config().n_vocab;
+  std::vector<StepResult> results;
+  std::vector<TokenEvent> events;
+  results.reserve(batch.logit_rows.size());
+  int32_t row = 0;
+  for (const ScheduledSeq& q : plan.seqs) {
+    if (!q.needs_logits) continue;
+    Live& l = live.at(q.id);
+    const SampleResult r =
+        sampler->sample(std::span<const float>(logits.data() + static_cast<size_t>(row) * V, V),
+                        l.params, eos, *l.sampler);
+    ++row;
+    FinishReason fin = finish_after_token(l.params, eos, r.token, l.sampler->n_generated());
+    if (fin == FinishReason::kNone && l.n_prompt + l.sampler->n_generated() >= context_length)
+      fin = FinishReason::kLength;
+    results.push_back(StepResult{r.token, fin});
+    TokenEvent e;
+    e.id = q.id;
+    e.has_token = true;
+    e.token = r.token;
+    e.logprob = r.logprob;
+    for (const auto& t : r.top) e.top_logprobs.push_back(TopLogprob{t.token, t.logprob});
+    e.t_arrival = l.t_arrival;
+    e.t_scheduled = l.t_scheduled;
+    events.push_back(std::move(e));
+  }
+  StepOutcome out;
+  sched->commit(plan, results, out);
+  const double t_now = now_seconds();
+  // Token events first; a finishing request's last token carries its finish reason and usage.
+  for (TokenEvent& e : events) {
+    auto done = std::find_if(out.finished.begin(), out.finished.end(),
+                             [&](const auto& d) { return d.id == e.id; });
+    e.t_event = t_now;
+    if (done == out.finished.end()) {
+      live.at(e.id).sink(std::move(e));
+      continue;
+    }
+    Live l = std::move(live.at(e.id));
+    live.erase(e.id);
+    e.finish = done->reason;
+    e.n_prompt = l.n_prompt;
+    e.n_cached_prompt = done->stats.n_cached_prompt;
+    e.n_generated = done->stats.n_generated;
+    {
+      std::lock_guard<std::mutex> lk(mu);
+      stats.requests_finished++;
+    }
+    l.sink(std::move(e));
+  }
+  if (opts.debug_integrity) sched->check_integrity();
+  publish_stats(now_seconds() - t0);
+}
+
+void Engine::Impl::publish_stats(double step_s) {
+  const SchedulerCounters& c = sched->counters();
+  const RadixSizeInfo ri = radix->size_info();
+  std::lock_guard<std::mutex> lk(mu);
+  stats.n_running = sched->n_running();
+  stats.n_waiting = sched->n_waiting();
+  stats.kv_pages_used = pool->n_used();
+  stats.kv_pages_cached = ri.n_cached_pages;
+  stats.prefix_hit_tokens = radix->n_hit_tokens();
+  stats.prefix_query_tokens = radix->n_hit_tokens() + radix->n_miss_tokens();
+  stats.prompt_tokens_computed = c.prefill_tokens;
+  stats.generation_tokens = c.decode_tokens;
+  stats.preemptions = c.preemptions;
+  if (step_s > 0.0) {
+    stats.steps++;
+    stats.busy_seconds += step_s;
+    stats.last_step_ms = step_s * 1e3;
+  }
+}
+
+void Engine::Impl::abort_all() {
+  std::vector<RequestId> ids;
+  for (const auto& [id, l] : live) ids.push_back(id);
+  std::sort(ids.begin(), ids.end());
+  for (RequestId id : ids) {
+    auto st = sched->stats(id);
+    sched->abort(id);
+    emit_final(id, FinishReason::kAbort, st.value_or(SeqStats{}));
+  }
+  publish_stats(0.0);
+}
+
+}  // namespace dss

@@ -1,0 +1,70 @@
+// Engine: the only thread-safe entry point into the serving core. It owns the model, the KV
+// cache, the page pool, the radix prefix cache, the scheduler and the sampler, and runs them on
+// one engine thread: drain the inbox -> plan -> forward -> sample -> commit -> emit events.
+//
+// Threading: submit(), cancel(), stats() and shutdown() may be called from any thread; sinks run
+// on the engine thread and must not block. Detokenization and parsing are the consumer's job.
+// Lifetime: shutdown() (or the destructor) aborts what is still queued or running (each gets a
+// final kAbort event), then joins the engine thread.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "base/status.h"
+#include "core/generate.h"
+#include "engine/engine_options.h"
+#include "io/model_config.h"
+
+namespace dss {
+
+struct EngineStats {
+  int32_t n_running = 0;
+  int32_t n_waiting = 0;
+  int32_t kv_pages_total = 0;
+  int32_t kv_pages_used = 0;    // pages not free (held by requests or the prefix cache)
+  int32_t kv_pages_cached = 0;  // pages held by the prefix cache
+  int32_t page_size = 0;
+  int64_t prefix_hit_tokens = 0;
+  int64_t prefix_query_tokens = 0;
+  int64_t prompt_tokens_computed = 0;  // prefill work actually done
+  int64_t generation_tokens = 0;
+  int64_t preemptions = 0;
+  int64_t steps = 0;
+  double busy_seconds = 0.0;  // time spent in steps
+  double last_step_ms = 0.0;
+  int64_t requests_finished = 0;
+};
+
+class Engine {
+ public:
+  static Result<std::unique_ptr<Engine>> create(const EngineOptions& opts);
+  ~Engine();
+
+  // Validates (token ids in range, sampling parameters, prompt + max_tokens within the context)
+  // and queues the request; errors are for the caller to show (an HTTP 400).
+  Result<RequestId> submit(GenerateRequest req, EventSink sink);
+  // Takes effect at the next step boundary; the request's last event has FinishReason::kAbort.
+  void cancel(RequestId id);
+  EngineStats stats() const;
+  void shutdown();
+
+  const ModelConfig& model_config() const;
+  int32_t context_length() const;
+  // Synchronous check of every page: pool, radix, scheduler (blocks until the engine is between
+  // steps).
+  void check_integrity();
+
+ private:
+  struct Impl;
+  explicit Engine(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace dss

@@ -1,0 +1,24 @@
+// Engine options (flag names in comments). Zero means "derive from the model and machine".
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace dss {
+
+struct EngineOptions {
+  std::string model_dir;   // --model
+  int32_t page_size = 64;  // --page-size (tokens per KV page; any value >= 1)
+  int64_t kv_cache_memory_bytes =
+      0;  // --kv-cache-memory (0: --kv-cache-fraction of available memory)
+  double kv_cache_fraction = 0.25;  // --kv-cache-fraction of MemAvailable, capped by what is useful
+  int32_t max_total_tokens = 0;     // --max-total-tokens: KV pool size in tokens (overrides memory)
+  int32_t max_running_requests = 32;    // --max-running-requests
+  int32_t chunked_prefill_size = 2048;  // --chunked-prefill-size: tokens per step
+  int32_t context_length = 0;           // --context-length (0: min(max_position_embeddings, 32768))
+  bool enable_prefix_cache = true;      // --disable-prefix-cache
+  uint64_t seed = 0;                    // --seed: sampling seed for requests without their own
+  bool debug_integrity = false;         // check page accounting after every step (tests)
+};
+
+}  // namespace dss

@@ -1,0 +1,235 @@
+// Engine end to end (in process) on the official-format tiny-v3 golden checkpoint:
+//   - 32 greedy requests of random lengths with staggered arrivals, batched together, give the
+//     same tokens as each request run alone through SequenceRunner (and the golden prompts give
+//     DeepSeek's reference greedy continuations);
+//   - a repeated prompt hits the prefix cache, prefills only its new tokens and gives the same
+//     output as the cold run;
+//   - cancellation mid-prefill and mid-decode, preemption under a tiny pool and over-long prompts
+//     leave every page accounted for (pages not free == pages held by the prefix cache) and the
+//     integrity checks pass.
+#include "engine/engine.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <thread>
+
+#include "base/rng.h"
+#include "engine/event_collector.h"
+#include "io/json.h"
+#include "model/runtime/sequence_runner.h"
+
+namespace dss {
+namespace {
+
+const std::string kModel = std::string(DSS_TEST_DATA) + "/golden/tiny-v3";
+
+EngineOptions opts(int32_t page = 16, int32_t max_total_tokens = 0) {
+  EngineOptions o;
+  o.model_dir = kModel;
+  o.page_size = page;
+  o.max_total_tokens = max_total_tokens;
+  o.max_running_requests = 16;
+  o.chunked_prefill_size = 64;
+  o.context_length = 512;
+  o.debug_integrity = true;
+  o.kv_cache_memory_bytes = 64 << 20;
+  return o;
+}
+
+GenerateRequest greedy(std::vector<TokenId> prompt, int32_t max_tokens) {
+  GenerateRequest r;
+  r.prompt = std::move(prompt);
+  r.params.temperature = 0.0f;
+  r.params.max_tokens = max_tokens;
+  r.params.ignore_eos = true;
+  return r;
+}
+
+std::vector<TokenId> alone(const Model& m, const std::vector<TokenId>& prompt, int32_t n) {
+  SequenceRunner r(m, static_cast<int32_t>(prompt.size()) + n, 64, 512);
+  std::vector<TokenId> out;
+  const int32_t V = m.config().n_vocab;
+  auto argmax = [&](const float* lg) {
+    return static_cast<TokenId>(std::max_element(lg, lg + V) - lg);
+  };
+  r.prefill(prompt, false, [&](int32_t, int32_t, const float* lg) { out.push_back(argmax(lg)); });
+  while (static_cast<int32_t>(out.size()) < n) out.push_back(argmax(r.decode(out.back())));
+  return out;
+}
+
+void expect_pages_accounted(Engine& e) {
+  e.check_integrity();
+  const EngineStats s = e.stats();
+  EXPECT_EQ(s.n_running, 0);
+  EXPECT_EQ(s.n_waiting, 0);
+  EXPECT_EQ(s.kv_pages_used, s.kv_pages_cached)
+      << "pages held outside the prefix cache after all requests ended";
+}
+
+TEST(Engine, BatchedGreedyEqualsEachRequestAlone) {
+  auto m = Model::load(LoadOptions{kModel});
+  ASSERT_TRUE(m.is_ok());
+  auto e = Engine::create(opts());
+  ASSERT_TRUE(e.is_ok()) << e.message();
+  Rng rng(17);
+  EventCollector col;
+  struct Sub {
+    RequestId id;
+    std::vector<TokenId> prompt;
+    int32_t n;
+  };
+  std::vector<Sub> subs;
+  for (int i = 0; i < 32; ++i) {
+    std::vector<TokenId> prompt(1 + rng.next_u64() % 150);
+    for (auto& t : prompt) t = static_cast<TokenId>(rng.next_u64() % 2048);
+    const int32_t n = 1 + static_cast<int32_t>(rng.next_u64() % 24);
+    auto id = (*e)->submit(greedy(prompt, n), col.sink());
+    ASSERT_TRUE(id.is_ok()) << id.message();
+    subs.push_back({*id, prompt, n});
+    if (i % 4 == 3)
+      std::this_thread::sleep_for(std::chrono::milliseconds(3));  // staggered arrivals
+  }
+  col.wait_done(32);
+  for (const Sub& s : subs) {
+    const auto out = col.get(s.id);
+    EXPECT_EQ(out.last.finish, FinishReason::kLength);
+    EXPECT_EQ(out.tokens, alone(**m, s.prompt, s.n)) << "request " << s.id;
+    EXPECT_EQ(out.last.n_generated, s.n);
+    EXPECT_EQ(out.last.n_prompt, static_cast<int32_t>(s.prompt.size()));
+  }
+  expect_pages_accounted(**e);
+}
+
+TEST(Engine, GoldenPromptsGiveReferenceGreedyContinuations) {
+  auto e = Engine::create(opts(64));
+  ASSERT_TRUE(e.is_ok());
+  auto j = load_json_file(kModel + "/golden.json");
+  ASSERT_TRUE(j.is_ok());
+  EventCollector col;
+  std::vector<std::pair<RequestId, std::vector<TokenId>>> want;
+  for (const Json& c : (*j)["cases"]) {
+    auto id = (*e)->submit(greedy(c["prompt"].get<std::vector<TokenId>>(), 8), col.sink());
+    ASSERT_TRUE(id.is_ok());
+    want.emplace_back(*id, c["greedy"]["tokens"].get<std::vector<TokenId>>());
+  }
+  col.wait_done(static_cast<int>(want.size()));
+  for (const auto& [id, tokens] : want) EXPECT_EQ(col.get(id).tokens, tokens);
+  expect_pages_accounted(**e);
+}
+
+TEST(Engine, PrefixCacheHitComputesOnlyNewTokens) {
+  auto e = Engine::create(opts(16));
+  ASSERT_TRUE(e.is_ok());
+  Rng rng(3);
+  std::vector<TokenId> prompt(100);
+  for (auto& t : prompt) t = static_cast<TokenId>(rng.next_u64() % 2048);
+  EventCollector col;
+  auto cold = (*e)->submit(greedy(prompt, 6), col.sink());
+  col.wait_done(1);
+  const int64_t computed_after_cold = (*e)->stats().prompt_tokens_computed;
+  auto warm = (*e)->submit(greedy(prompt, 6), col.sink());
+  col.wait_done(2);
+  EXPECT_EQ(col.get(*warm).tokens, col.get(*cold).tokens);
+  // Cold: 100 prompt + 6 generated -> 105 computed tokens -> 6 full pages of 16 cached (96 tokens).
+  EXPECT_EQ(col.get(*warm).last.n_cached_prompt, 96);
+  EXPECT_EQ(col.get(*cold).last.n_cached_prompt, 0);
+  EXPECT_EQ((*e)->stats().prompt_tokens_computed - computed_after_cold, 100 - 96);
+  expect_pages_accounted(**e);
+}
+
+TEST(Engine, CancelMidPrefillAndMidDecode) {
+  EngineOptions o = opts(16);
+  o.chunked_prefill_size = 8;  // a 300-token prompt takes ~38 steps
+  auto e = Engine::create(o);
+  ASSERT_TRUE(e.is_ok());
+  EventCollector col;
+  auto long_prefill = (*e)->submit(greedy(std::vector<TokenId>(300, 7), 4), col.sink());
+  auto decoding = (*e)->submit(greedy(std::vector<TokenId>(5, 9), 200), col.sink());
+  (*e)->cancel(*long_prefill);
+  col.wait_tokens(*decoding, 3);
+  (*e)->cancel(*decoding);
+  col.wait_done(2);
+  EXPECT_EQ(col.get(*long_prefill).last.finish, FinishReason::kAbort);
+  EXPECT_TRUE(col.get(*long_prefill).tokens.empty());
+  EXPECT_EQ(col.get(*decoding).last.finish, FinishReason::kAbort);
+  EXPECT_LT(col.get(*decoding).tokens.size(), 200u);
+  expect_pages_accounted(**e);
+}
+
+TEST(Engine, PreemptionUnderATinyPoolStillCompletesEveryRequest) {
+  // 12 pages x 16 tokens = 192 tokens of KV for 8 requests that each need up to ~90.
+  auto m = Model::load(LoadOptions{kModel});
+  ASSERT_TRUE(m.is_ok());
+  EngineOptions o = opts(16, 192);
+  o.context_length = 192;
+  auto e = Engine::create(o);
+  ASSERT_TRUE(e.is_ok()) << e.message();
+  Rng rng(99);
+  EventCollector col;
+  std::vector<std::tuple<RequestId, std::vector<TokenId>, int32_t>> subs;
+  for (int i = 0; i < 8; ++i) {
+    std::vector<TokenId> prompt(20 + rng.next_u64() % 50);
+    for (auto& t : prompt) t = static_cast<TokenId>(rng.next_u64() % 2048);
+    const int32_t n = 10 + static_cast<int32_t>(rng.next_u64() % 30);
+    auto id = (*e)->submit(greedy(prompt, n), col.sink());
+    ASSERT_TRUE(id.is_ok());
+    subs.emplace_back(*id, prompt, n);
+  }
+  col.wait_done(8);
+  for (const auto& [id, prompt, n] : subs)
+    EXPECT_EQ(col.get(id).tokens, alone(**m, prompt, n)) << id;
+  EXPECT_GT((*e)->stats().preemptions, 0);
+  expect_pages_accounted(**e);
+}
+
+TEST(Engine, RejectsBadRequestsClearly) {
+  auto e = Engine::create(opts());
+  ASSERT_TRUE(e.is_ok());
+  EventCollector col;
+  auto too_long = (*e)->submit(greedy(std::vector<TokenId>(510, 1), 5), col.sink());
+  ASSERT_FALSE(too_long.is_ok());
+  EXPECT_NE(too_long.message().find("maximum context length is 512"), std::string::npos)
+      << too_long.message();
+  auto bad_id = (*e)->submit(greedy({1, 5000}, 5), col.sink());
+  ASSERT_FALSE(bad_id.is_ok());
+  EXPECT_NE(bad_id.message().find("5000"), std::string::npos);
+  GenerateRequest r = greedy({1, 2}, 5);
+  r.params.top_p = 0.0f;
+  auto bad_p = (*e)->submit(r, col.sink());
+  ASSERT_FALSE(bad_p.is_ok());
+  EXPECT_NE(bad_p.message().find("top_p"), std::string::npos);
+  EXPECT_FALSE((*e)->submit(greedy({}, 5), col.sink()).is_ok());
+  expect_pages_accounted(**e);
+}
+
+TEST(Engine, SeededSamplingIsReproducibleAcrossBatches) {
+  auto e = Engine::create(opts());
+  ASSERT_TRUE(e.is_ok());
+  EventCollector col;
+  GenerateRequest r = greedy({5, 6, 7, 8}, 12);
+  r.params.temperature = 0.9f;
+  r.params.top_p = 0.9f;
+  r.params.seed = 1234;
+  auto a = (*e)->submit(r, col.sink());
+  auto noise = (*e)->submit(greedy({9, 9, 9}, 20), col.sink());
+  auto b = (*e)->submit(r, col.sink());
+  col.wait_done(3);
+  (void)noise;
+  EXPECT_EQ(col.get(*a).tokens, col.get(*b).tokens);
+  EXPECT_EQ(col.get(*a).tokens.size(), 12u);
+}
+
+TEST(Engine, ShutdownAbortsWhatIsLeft) {
+  auto e = Engine::create(opts());
+  ASSERT_TRUE(e.is_ok());
+  EventCollector col;
+  auto id = (*e)->submit(greedy(std::vector<TokenId>(100, 3), 400), col.sink());
+  col.wait_tokens(*id, 2);
+  (*e)->shutdown();
+  EXPECT_EQ(col.get(*id).last.finish, FinishReason::kAbort);
+  EXPECT_FALSE((*e)->submit(greedy({1}, 1), col.sink()).is_ok());
+}
+
+}  // namespace
+}  // namespace dss

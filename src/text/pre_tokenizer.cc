@@ -146,7 +146,13 @@ void split_step(const SplitCtx& c, size_t i_step, std::string_view text) {
   size_t pos = 0, emitted = 0;
   while (pos < text.size()) {
     int rc = pcre2_match(code, subject, text.size(), pos, PCRE2_NO_UTF_CHECK, c.md, nullptr);
-    if (rc < 0) break;  // no more matches (PCRE2_ERROR_NOMATCH) or a limit: rest is one piece
+    if (rc < 0 && rc != PCRE2_ERROR_NOMATCH) {
+      // JIT stack exhausted on a pathological piece: the interpreter (heap-backed) gives the
+      // same matches. If even that hits a limit, the rest stays one piece (still lossless).
+      rc = pcre2_match(code, subject, text.size(), pos, PCRE2_NO_UTF_CHECK | PCRE2_NO_JIT, c.md,
+                       nullptr);
+    }
+    if (rc < 0) break;
     const PCRE2_SIZE* ov = pcre2_get_ovector_pointer(c.md);
     size_t b = ov[0], e = ov[1];
     if (b > emitted) split_step(c, i_step + 1, text.substr(emitted, b - emitted));

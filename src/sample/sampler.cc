@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <limits>
 
 #include "base/check.h"
@@ -106,19 +107,29 @@ TokenId Sampler::sample_random(const SamplingParams& params, Rng& rng) {
   DSS_CHECK(max_logit > kNegInf, "no finite logit left to sample from");
 
   // min-p in logit space: p / p_max = exp(l - max) >= min_p  <=>  l >= max + log(min_p).
-  const float min_logit = params.min_p > 0.0f ? max_logit + std::log(params.min_p) : kNegInf;
+  float min_logit = params.min_p > 0.0f ? max_logit + std::log(params.min_p) : kNegInf;
+  // top-k as a threshold too: the k-th largest surviving logit, found with a size-k min-heap
+  // (one comparison per token once the heap is full). Ties with it are kept, as vLLM does.
+  if (params.top_k > 0 && params.top_k < n_vocab_) {
+    const auto k = static_cast<size_t>(params.top_k);
+    kth_heap_.clear();
+    for (const float l : work_) {
+      if (!(l > kNegInf && l >= min_logit)) continue;
+      if (kth_heap_.size() < k) {
+        kth_heap_.push_back(l);
+        std::push_heap(kth_heap_.begin(), kth_heap_.end(), std::greater<>());
+      } else if (l > kth_heap_.front()) {
+        std::pop_heap(kth_heap_.begin(), kth_heap_.end(), std::greater<>());
+        kth_heap_.back() = l;
+        std::push_heap(kth_heap_.begin(), kth_heap_.end(), std::greater<>());
+      }
+    }
+    if (kth_heap_.size() == k) min_logit = std::max(min_logit, kth_heap_.front());
+  }
   candidates_.clear();
   for (int32_t t = 0; t < n_vocab_; ++t) {
     const float l = work_[static_cast<size_t>(t)];
     if (l > kNegInf && l >= min_logit) candidates_.push_back({t, l, std::exp(l - max_logit)});
-  }
-
-  const auto n_cand = static_cast<int32_t>(candidates_.size());
-  if (params.top_k > 0 && params.top_k < n_cand) {
-    std::nth_element(candidates_.begin(), candidates_.begin() + (params.top_k - 1),
-                     candidates_.end(), ranks_before);
-    const float kth = candidates_[static_cast<size_t>(params.top_k - 1)].logit;
-    std::erase_if(candidates_, [&](const Candidate& c) { return c.logit < kth; });
   }
   if (params.top_p < 1.0f) keep_top_p(params.top_p, max_logit);
 
@@ -135,7 +146,7 @@ void Sampler::fill_logprobs(std::span<const float> logits, int32_t n_top, Sample
   float max_logit = kNegInf;
   for (const float l : logits) max_logit = std::max(max_logit, l);
   double sum = 0.0;
-  for (const float l : logits) sum += std::exp(static_cast<double>(l) - max_logit);
+  for (const float l : logits) sum += std::exp(l - max_logit);  // float exp, double sum
   const double log_z = static_cast<double>(max_logit) + std::log(sum);
   out.logprob =
       static_cast<float>(static_cast<double>(logits[static_cast<size_t>(out.token)]) - log_z);
@@ -181,6 +192,21 @@ SampleResult Sampler::sample(std::span<const float> logits, const SamplingParams
   if (params.logprobs >= 0) fill_logprobs(logits, params.logprobs, out);
   state.append(out.token);
   return out;
+}
+
+void Sampler::sample_batch(std::span<const float> logits,
+                           std::span<const SamplingParams* const> params, TokenId eos_token,
+                           std::span<SamplerState* const> states, std::span<SampleResult> out) {
+  const size_t n_rows = params.size();
+  DSS_CHECK(states.size() == n_rows && out.size() == n_rows &&
+                logits.size() == n_rows * static_cast<size_t>(n_vocab_),
+            "rows: params=", n_rows, " states=", states.size(), " out=", out.size(),
+            " logits=", logits.size(), " n_vocab=", n_vocab_);
+  for (size_t i = 0; i < n_rows; ++i) {
+    out[i] =
+        sample(logits.subspan(i * static_cast<size_t>(n_vocab_), static_cast<size_t>(n_vocab_)),
+               *params[i], eos_token, *states[i]);
+  }
 }
 
 }  // namespace dss

@@ -20,7 +20,7 @@
 // Logprobs (params.logprobs >= 0): vLLM's default "raw_logprobs": log_softmax of the row exactly
 //   as the model produced it, before penalties, masks, temperature and truncation.
 // Reproducibility: the same logits, params and SamplerState (same seed) give the same token.
-// Cost: O(n_vocab) per row and one exp per surviving token. top-k uses nth_element; top-p
+// Cost: O(n_vocab) per row and one exp per surviving token. top-k keeps a size-k heap; top-p
 //   buckets by logit and sorts only the bucket where the mass crosses top_p. No full sort of the
 //   vocabulary; no allocation after the first calls (scratch buffers are reused).
 // Threading: a Sampler holds scratch buffers; use one per thread (the engine thread).
@@ -70,6 +70,12 @@ class Sampler {
   SampleResult sample(std::span<const float> logits, const SamplingParams& params,
                       TokenId eos_token, SamplerState& state);
 
+  // Row by row over logits [n_rows, n_vocab] (row-major); params, states and out are [n_rows].
+  // Same results as calling `sample` on each row in order.
+  void sample_batch(std::span<const float> logits, std::span<const SamplingParams* const> params,
+                    TokenId eos_token, std::span<SamplerState* const> states,
+                    std::span<SampleResult> out);
+
  private:
   TokenId argmax() const;
   TokenId sample_random(const SamplingParams& params, Rng& rng);
@@ -81,6 +87,7 @@ class Sampler {
   std::vector<Candidate> candidates_;  // survivors of min-p / top-k / top-p
   std::vector<Candidate> boundary_;    // top-p: the bucket where the mass crosses top_p
   std::vector<double> bucket_mass_;    // top-p: mass per logit bucket
+  std::vector<float> kth_heap_;        // top-k: the k largest logits seen, min-heap
 };
 
 }  // namespace dss

@@ -42,6 +42,7 @@ TEST(Finish, Names) {
   EXPECT_EQ(std::string(finish_reason_name(FinishReason::kStop)), "stop");
   EXPECT_EQ(std::string(finish_reason_name(FinishReason::kLength)), "length");
   EXPECT_EQ(std::string(finish_reason_name(FinishReason::kNone)), "none");
+  EXPECT_EQ(std::string(finish_reason_name(FinishReason::kAbort)), "abort");
 }
 
 }  // namespace

@@ -308,5 +308,43 @@ TEST(Sampler, RawLogprobsAndSortedAlternatives) {
   EXPECT_NEAR(r0.logprob, ref(r0.token), 1e-5);
 }
 
+TEST(Sampler, BatchEqualsRowByRow) {
+  constexpr int32_t kVocab = 50, kRows = 3;
+  Rng rng(4);
+  std::vector<float> logits(kVocab * kRows);
+  for (float& x : logits) x = rng.normal();
+  std::vector<SamplingParams> params(kRows);
+  params[0].temperature = 0.0f;
+  params[1].top_k = 5;
+  params[2].top_p = 0.8f;
+  params[2].logprobs = 2;
+  auto states_for = [&] {
+    std::vector<SamplerState> st;
+    for (int32_t i = 0; i < kRows; ++i)
+      st.emplace_back(params[static_cast<size_t>(i)], std::span<const TokenId>{}, 3, i);
+    return st;
+  };
+  std::vector<SamplerState> a = states_for(), b = states_for();
+  Sampler s(kVocab);
+  std::vector<const SamplingParams*> pp;
+  std::vector<SamplerState*> sp;
+  for (int32_t i = 0; i < kRows; ++i) {
+    pp.push_back(&params[static_cast<size_t>(i)]);
+    sp.push_back(&a[static_cast<size_t>(i)]);
+  }
+  std::vector<SampleResult> out(kRows);
+  for (int step = 0; step < 20; ++step) {
+    s.sample_batch(logits, pp, kNoEos, sp, out);
+    for (size_t i = 0; i < kRows; ++i) {
+      const SampleResult r = s.sample(std::span<const float>(logits).subspan(i * kVocab, kVocab),
+                                      params[i], kNoEos, b[i]);
+      EXPECT_EQ(out[i].token, r.token);
+      EXPECT_EQ(out[i].logprob, r.logprob);
+      EXPECT_EQ(out[i].top.size(), r.top.size());
+    }
+  }
+  EXPECT_EQ(a[2].n_generated(), 20);
+}
+
 }  // namespace
 }  // namespace dss

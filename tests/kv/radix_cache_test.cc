@@ -150,6 +150,25 @@ TEST(RadixCache, InsertRejectsPartialPages) {
   EXPECT_DEATH((void)cache.insert(t, pages), "partial pages");
 }
 
+// The integrity check is not vacuous: dropping the tree's reference behind its back is caught,
+// as is an unlock without a lock.
+TEST(RadixCacheDeathTest, IntegrityCatchesAStolenReferenceAndStrayUnlock) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  BlockPool pool(4);
+  RadixCache cache(kPs, pool);
+  const std::vector<PageId> pages = insert_and_drop(cache, pool, iota_tokens(4, 0));
+  const PrefixHandle h = cache.match(iota_tokens(4, 0)).handle;
+  EXPECT_DEATH(cache.unlock(h), "unlock without a matching lock");
+  EXPECT_DEATH(
+      {
+        pool.release(pages[0]);
+        cache.check_integrity();
+      },
+      "not referenced in the pool");
+  EXPECT_EQ(cache.evict(0), 0);
+  EXPECT_EQ(cache.evict(-3), 0);
+}
+
 TEST(RadixCache, LockedPrefixIsNeverEvicted) {
   BlockPool pool(16);
   RadixCache cache(kPs, pool);

@@ -9,8 +9,9 @@ namespace dss::app {
 
 extern int exit_code;
 
-void register_model_commands(CLI::App& app);  // logits, inspect, init-model (cmd_model.cc)
-void register_serve_command(CLI::App& app);   // serve (cmd_serve.cc)
-void register_text_commands(CLI::App& app);   // tokenize, render-chat (cmd_text.cc)
+void register_model_commands(CLI::App& app);    // logits, inspect, init-model (cmd_model.cc)
+void register_serve_command(CLI::App& app);     // serve (cmd_serve.cc)
+void register_text_commands(CLI::App& app);     // tokenize, render-chat (cmd_text.cc)
+void register_generate_command(CLI::App& app);  // generate (cmd_generate.cc)
 
 }  // namespace dss::app

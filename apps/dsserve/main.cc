@@ -13,6 +13,7 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", "dsserve 0.1.0");
   dss::app::register_serve_command(app);
   dss::app::register_model_commands(app);
+  dss::app::register_generate_command(app);
 #ifdef DSS_HAVE_TEXT
   dss::app::register_text_commands(app);
 #endif

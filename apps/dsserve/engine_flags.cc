@@ -1,0 +1,38 @@
+#include "apps/dsserve/engine_flags.h"
+
+namespace dss::app {
+
+void add_engine_flags(CLI::App* cmd, EngineOptions& o, bool model_required) {
+  auto* m = cmd->add_option("--model", o.model_dir,
+                            "Checkpoint directory (config.json + safetensors [+ tokenizer])");
+  if (model_required) m->required();
+  cmd->add_option("--page-size", o.page_size, "Tokens per KV-cache page (any value >= 1)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  cmd->add_option("--kv-cache-memory", o.kv_cache_memory_bytes,
+                  "KV-cache pool size in bytes (default: --kv-cache-fraction of available memory)");
+  cmd->add_option("--kv-cache-fraction", o.kv_cache_fraction,
+                  "Fraction of available memory for the KV cache")
+      ->check(CLI::Range(0.001, 0.95))
+      ->capture_default_str();
+  cmd->add_option("--max-total-tokens", o.max_total_tokens,
+                  "KV-cache pool size in tokens (overrides memory)");
+  cmd->add_option("--max-running-requests", o.max_running_requests,
+                  "Requests decoded together at most")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  cmd->add_option("--chunked-prefill-size", o.chunked_prefill_size,
+                  "Token budget per step, shared by decodes and prefill chunks")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  cmd->add_option(
+      "--context-length", o.context_length,
+      "Longest prompt + max_tokens per request (default: min(max_position_embeddings, 32768))");
+  cmd->add_flag(
+      "--disable-prefix-cache", [&o](int64_t) { o.enable_prefix_cache = false; },
+      "Do not reuse KV pages of shared prompt prefixes");
+  cmd->add_option("--seed", o.seed, "Sampling seed for requests without their own")
+      ->capture_default_str();
+}
+
+}  // namespace dss::app

@@ -1,0 +1,13 @@
+// Engine flags shared by `generate`, `serve` and `bench-*` (one definition, one help text).
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include "engine/engine_options.h"
+
+namespace dss::app {
+
+// Adds --model and the engine flags to `cmd`, writing into `o` (which must outlive parsing).
+void add_engine_flags(CLI::App* cmd, EngineOptions& o, bool model_required);
+
+}  // namespace dss::app

@@ -16,6 +16,7 @@
 #include "sample/finish.h"
 #include "sample/sampler.h"
 #include "sample/sampler_state.h"
+#include "sample/validate_params.h"
 #include "sched/batch_builder.h"
 #include "sched/scheduler.h"
 
@@ -32,25 +33,6 @@ int64_t mem_available_bytes() {
     if (key == "MemAvailable:") return kb * 1024;
   }
   return int64_t{4} << 30;
-}
-
-Status validate_params(const SamplingParams& p) {
-  if (!(p.temperature >= 0.0f) || !std::isfinite(p.temperature))
-    return Status::error("temperature must be >= 0");
-  if (!(p.top_p > 0.0f && p.top_p <= 1.0f)) return Status::error("top_p must be in (0, 1]");
-  if (p.top_k < -1) return Status::error("top_k must be -1, 0 or positive");
-  if (!(p.min_p >= 0.0f && p.min_p <= 1.0f)) return Status::error("min_p must be in [0, 1]");
-  if (!(p.repetition_penalty > 0.0f) || !std::isfinite(p.repetition_penalty))
-    return Status::error("repetition_penalty must be > 0");
-  if (!(std::fabs(p.frequency_penalty) <= 2.0f))
-    return Status::error("frequency_penalty must be in [-2, 2]");
-  if (!(std::fabs(p.presence_penalty) <= 2.0f))
-    return Status::error("presence_penalty must be in [-2, 2]");
-  if (p.max_tokens < 1) return Status::error("max_tokens must be at least 1");
-  if (p.min_tokens < 0 || p.min_tokens > p.max_tokens)
-    return Status::error("min_tokens must be in [0, max_tokens]");
-  if (p.logprobs > 20) return Status::error("logprobs must be at most 20");
-  return Status::ok();
 }
 
 }  // namespace
@@ -180,7 +162,7 @@ Result<RequestId> Engine::submit(GenerateRequest req, EventSink sink) {
     if (t < 0 || t >= c.n_vocab)
       return Status::error("prompt: token id ", t, " is out of range [0, ", c.n_vocab, ")");
   }
-  DSS_RETURN_IF_ERROR(validate_params(req.params));
+  DSS_RETURN_IF_ERROR(validate_sampling_params(req.params, c.n_vocab));
   const auto n = static_cast<int64_t>(req.prompt.size());
   if (n + req.params.max_tokens > impl_->context_length) {
     return Status::error("this model's maximum context length is ", impl_->context_length,

@@ -18,6 +18,7 @@ struct EngineOptions {
   int32_t context_length = 0;           // --context-length (0: min(max_position_embeddings, 32768))
   bool enable_prefix_cache = true;      // --disable-prefix-cache
   uint64_t seed = 0;                    // --seed: sampling seed for requests without their own
+  int32_t n_threads = 0;                // --threads: compute threads (0: all hardware threads)
   bool debug_integrity = false;         // check page accounting after every step (tests)
 };
 

@@ -21,19 +21,20 @@ inline int32_t slot_of(const ForwardBatch& b, int32_t i_seq, int32_t pos, int32_
 }
 }  // namespace
 
-void Model::mla(int32_t i_layer, const ForwardBatch& b, KvCache& kv, Workspace& ws, AttnPath path) const {
+void Model::mla(int32_t i_layer, const ForwardBatch& b, KvCache& kv, Workspace& ws,
+                AttnPath path) const {
   const ModelConfig& c = cfg_;
   const MlaWeights& w = w_.layers[static_cast<size_t>(i_layer)].mla;
   const int32_t T = b.n_tokens(), H = c.n_heads, d_qk = c.d_qk(), R = c.kv_lora_rank;
   const int32_t n_pairs = c.d_rope / 2;
   // Projections for all tokens of the step.
-  cpu::matmul(w.q_a, ws.xn.data(), T, ws.q_a.data());
+  mm(w.q_a, ws.xn.data(), T, ws.q_a.data());
   for (int32_t t = 0; t < T; ++t) {
     float* qa = ws.q_a.data() + static_cast<size_t>(t) * c.q_lora_rank;
     cpu::rmsnorm(qa, w.q_a_norm, c.q_lora_rank, c.rms_eps, qa);
   }
-  cpu::matmul(w.q_b, ws.q_a.data(), T, ws.q.data());
-  cpu::matmul(w.kv_a, ws.xn.data(), T, ws.kv_a.data());
+  mm(w.q_b, ws.q_a.data(), T, ws.q.data());
+  mm(w.kv_a, ws.xn.data(), T, ws.kv_a.data());
   // Normalise + rotate, write the cache rows, rotate the query rope parts.
   for (int32_t t = 0; t < T; ++t) {
     rope_.angles(b.positions[static_cast<size_t>(t)], ws.rope_cos.data(), ws.rope_sin.data());
@@ -48,7 +49,8 @@ void Model::mla(int32_t i_layer, const ForwardBatch& b, KvCache& kv, Workspace& 
     }
   }
   for (int32_t s = 0; s < b.n_seqs(); ++s) {
-    const int32_t n_new = b.seq_token_begin[static_cast<size_t>(s) + 1] - b.seq_token_begin[static_cast<size_t>(s)];
+    const int32_t n_new =
+        b.seq_token_begin[static_cast<size_t>(s) + 1] - b.seq_token_begin[static_cast<size_t>(s)];
     if (n_new == 0) continue;
     const bool naive = path == AttnPath::kNaive || (path == AttnPath::kAuto && n_new > 1);
     if (naive) {
@@ -57,10 +59,11 @@ void Model::mla(int32_t i_layer, const ForwardBatch& b, KvCache& kv, Workspace& 
       mla_absorbed(i_layer, b, s, kv, ws);
     }
   }
-  cpu::matmul(w.o, ws.attn.data(), T, ws.tmp.data());
+  mm(w.o, ws.attn.data(), T, ws.tmp.data());
 }
 
-void Model::mla_naive(int32_t i_layer, const ForwardBatch& b, int32_t i_seq, const KvCache& kv, Workspace& ws) const {
+void Model::mla_naive(int32_t i_layer, const ForwardBatch& b, int32_t i_seq, const KvCache& kv,
+                      Workspace& ws) const {
   const ModelConfig& c = cfg_;
   const MlaWeights& w = w_.layers[static_cast<size_t>(i_layer)].mla;
   const int32_t H = c.n_heads, d_qk = c.d_qk(), R = c.kv_lora_rank, d_kv = c.d_nope + c.d_v;
@@ -74,31 +77,36 @@ void Model::mla_naive(int32_t i_layer, const ForwardBatch& b, int32_t i_seq, con
     const float* row = kv.row(i_layer, slot_of(b, i_seq, p, page));
     std::copy(row, row + R, ws.lat.data() + static_cast<size_t>(p) * R);
   }
-  cpu::matmul(w.kv_b, ws.lat.data(), L, ws.kv_exp.data());
+  mm(w.kv_b, ws.lat.data(), L, ws.kv_exp.data());
   const float scale = c.softmax_scale();
   const int32_t p0 = L - (t_end - t_begin);
-  for (int32_t t = t_begin; t < t_end; ++t) {
-    const int32_t pos = p0 + (t - t_begin);
-    DSS_DCHECK(pos == b.positions[static_cast<size_t>(t)], "position mismatch");
-    for (int32_t h = 0; h < H; ++h) {
-      const float* q = ws.q.data() + (static_cast<size_t>(t) * H + h) * d_qk;
-      float* sc = ws.scores.data();
-      for (int32_t p = 0; p <= pos; ++p) {
-        const float* k_nope = ws.kv_exp.data() + (static_cast<size_t>(p) * H + h) * d_kv;
-        const float* k_pe = kv.row(i_layer, slot_of(b, i_seq, p, page)) + R;
-        sc[p] = scale * (cpu::dot(q, k_nope, c.d_nope) + cpu::dot(q + c.d_nope, k_pe, c.d_rope));
-      }
-      cpu::softmax(sc, pos + 1);
-      float* o = ws.attn.data() + (static_cast<size_t>(t) * H + h) * c.d_v;
-      std::fill(o, o + c.d_v, 0.0f);
-      for (int32_t p = 0; p <= pos; ++p) {
-        cpu::axpy(sc[p], ws.kv_exp.data() + (static_cast<size_t>(p) * H + h) * d_kv + c.d_nope, o, c.d_v);
+  const size_t S = static_cast<size_t>(ws.limits.max_kv_len);
+  pool_->parallel_for(H, 1, [&](int64_t h0, int64_t h1, int32_t i_thread) {
+    for (int32_t t = t_begin; t < t_end; ++t) {
+      const int32_t pos = p0 + (t - t_begin);
+      DSS_DCHECK(pos == b.positions[static_cast<size_t>(t)], "position mismatch");
+      for (auto h = static_cast<int32_t>(h0); h < h1; ++h) {
+        const float* q = ws.q.data() + (static_cast<size_t>(t) * H + h) * d_qk;
+        float* sc = ws.scores.data() + static_cast<size_t>(i_thread) * S;
+        for (int32_t p = 0; p <= pos; ++p) {
+          const float* k_nope = ws.kv_exp.data() + (static_cast<size_t>(p) * H + h) * d_kv;
+          const float* k_pe = kv.row(i_layer, slot_of(b, i_seq, p, page)) + R;
+          sc[p] = scale * (cpu::dot(q, k_nope, c.d_nope) + cpu::dot(q + c.d_nope, k_pe, c.d_rope));
+        }
+        cpu::softmax(sc, pos + 1);
+        float* o = ws.attn.data() + (static_cast<size_t>(t) * H + h) * c.d_v;
+        std::fill(o, o + c.d_v, 0.0f);
+        for (int32_t p = 0; p <= pos; ++p) {
+          cpu::axpy(sc[p], ws.kv_exp.data() + (static_cast<size_t>(p) * H + h) * d_kv + c.d_nope, o,
+                    c.d_v);
+        }
       }
     }
-  }
+  });
 }
 
-void Model::mla_absorbed(int32_t i_layer, const ForwardBatch& b, int32_t i_seq, const KvCache& kv, Workspace& ws) const {
+void Model::mla_absorbed(int32_t i_layer, const ForwardBatch& b, int32_t i_seq, const KvCache& kv,
+                         Workspace& ws) const {
   const ModelConfig& c = cfg_;
   const MlaWeights& w = w_.layers[static_cast<size_t>(i_layer)].mla;
   const int32_t H = c.n_heads, d_qk = c.d_qk(), R = c.kv_lora_rank, d_kv = c.d_nope + c.d_v;
@@ -109,29 +117,35 @@ void Model::mla_absorbed(int32_t i_layer, const ForwardBatch& b, int32_t i_seq, 
   DSS_CHECK(L <= ws.limits.max_kv_len, "kv_len ", L, " > workspace ", ws.limits.max_kv_len);
   const float scale = c.softmax_scale();
   const int32_t p0 = L - (t_end - t_begin);
-  float* q_abs = ws.q_abs.data();
-  float* o_lat = ws.o_lat.data();
-  for (int32_t t = t_begin; t < t_end; ++t) {
-    const int32_t pos = p0 + (t - t_begin);
-    for (int32_t h = 0; h < H; ++h) {
-      const float* q = ws.q.data() + (static_cast<size_t>(t) * H + h) * d_qk;
-      const float* w_head = w.kv_b_f32.data() + static_cast<size_t>(h) * d_kv * R;  // [d_kv, R]
-      // q_abs = W_UK_h^T q_nope  (R)
-      std::fill(q_abs, q_abs + R, 0.0f);
-      for (int32_t j = 0; j < c.d_nope; ++j) cpu::axpy(q[j], w_head + static_cast<size_t>(j) * R, q_abs, R);
-      float* sc = ws.scores.data();
-      for (int32_t p = 0; p <= pos; ++p) {
-        const float* row = kv.row(i_layer, slot_of(b, i_seq, p, page));
-        sc[p] = scale * (cpu::dot(q_abs, row, R) + cpu::dot(q + c.d_nope, row + R, c.d_rope));
+  const size_t S = static_cast<size_t>(ws.limits.max_kv_len);
+  pool_->parallel_for(H, 1, [&](int64_t h0, int64_t h1, int32_t i_thread) {
+    float* q_abs = ws.q_abs.data() + static_cast<size_t>(i_thread) * R;
+    float* o_lat = ws.o_lat.data() + static_cast<size_t>(i_thread) * R;
+    for (int32_t t = t_begin; t < t_end; ++t) {
+      const int32_t pos = p0 + (t - t_begin);
+      for (auto h = static_cast<int32_t>(h0); h < h1; ++h) {
+        const float* q = ws.q.data() + (static_cast<size_t>(t) * H + h) * d_qk;
+        const float* w_head = w.kv_b_f32.data() + static_cast<size_t>(h) * d_kv * R;  // [d_kv, R]
+        // q_abs = W_UK_h^T q_nope  (R)
+        std::fill(q_abs, q_abs + R, 0.0f);
+        for (int32_t j = 0; j < c.d_nope; ++j)
+          cpu::axpy(q[j], w_head + static_cast<size_t>(j) * R, q_abs, R);
+        float* sc = ws.scores.data() + static_cast<size_t>(i_thread) * S;
+        for (int32_t p = 0; p <= pos; ++p) {
+          const float* row = kv.row(i_layer, slot_of(b, i_seq, p, page));
+          sc[p] = scale * (cpu::dot(q_abs, row, R) + cpu::dot(q + c.d_nope, row + R, c.d_rope));
+        }
+        cpu::softmax(sc, pos + 1);
+        std::fill(o_lat, o_lat + R, 0.0f);
+        for (int32_t p = 0; p <= pos; ++p)
+          cpu::axpy(sc[p], kv.row(i_layer, slot_of(b, i_seq, p, page)), o_lat, R);
+        // o_h = W_UV_h o_lat  (d_v)
+        float* o = ws.attn.data() + (static_cast<size_t>(t) * H + h) * c.d_v;
+        for (int32_t j = 0; j < c.d_v; ++j)
+          o[j] = cpu::dot(w_head + static_cast<size_t>(c.d_nope + j) * R, o_lat, R);
       }
-      cpu::softmax(sc, pos + 1);
-      std::fill(o_lat, o_lat + R, 0.0f);
-      for (int32_t p = 0; p <= pos; ++p) cpu::axpy(sc[p], kv.row(i_layer, slot_of(b, i_seq, p, page)), o_lat, R);
-      // o_h = W_UV_h o_lat  (d_v)
-      float* o = ws.attn.data() + (static_cast<size_t>(t) * H + h) * c.d_v;
-      for (int32_t j = 0; j < c.d_v; ++j) o[j] = cpu::dot(w_head + static_cast<size_t>(c.d_nope + j) * R, o_lat, R);
     }
-  }
+  });
 }
 
 }  // namespace dss

@@ -20,7 +20,7 @@ int32_t argmax_excluding(const float* v, int32_t n, const bool* taken) {
 void route_token(const ModelConfig& c, const float* logits, const float* bias, float* scratch,
                  int32_t* experts, float* weights) {
   const int32_t E = c.n_experts, G = c.n_expert_groups, per_group = c.n_experts_per_group();
-  float* biased = scratch;      // [E]
+  float* biased = scratch;           // [E]
   float* group_score = scratch + E;  // [G]
   constexpr float kNegInf = -std::numeric_limits<float>::infinity();
   for (int32_t e = 0; e < E; ++e) biased[e] = 1.0f / (1.0f + std::exp(-logits[e])) + bias[e];

@@ -41,17 +41,22 @@ std::vector<uint8_t> to_bytes_f32(const std::vector<float>& v) {
 
 class Generator {
  public:
-  Generator(const RandomCheckpointOptions& o, CheckpointWriter& w, bool ue8m0) : o_(o), w_(w), ue8m0_(ue8m0) {}
+  Generator(const RandomCheckpointOptions& o, CheckpointWriter& w, bool ue8m0)
+      : o_(o), w_(w), ue8m0_(ue8m0) {}
 
-  Status linear(const std::string& name, int64_t rows, int64_t cols, float gain, bool allow_fp8 = true) {
+  Status linear(const std::string& name, int64_t rows, int64_t cols, float gain,
+                bool allow_fp8 = true) {
     std::vector<float> v = normal(name, rows * cols, gain / std::sqrt(static_cast<float>(cols)));
-    // Per-128x128-block factor in [e^-0.5, e^0.5] so every block scale differs (as the golden data).
+    // Per-128x128-block factor in [e^-0.5, e^0.5] so every block scale differs (as the golden
+    // data).
     Rng rb(name_seed(o_.seed, name + "#blocks"));
     const int64_t br = (rows + 127) / 128, bc = (cols + 127) / 128;
     std::vector<float> factor(static_cast<size_t>(br * bc));
     for (auto& f : factor) f = std::exp(rb.uniform() - 0.5f);
     for (int64_t r = 0; r < rows; ++r) {
-      for (int64_t c = 0; c < cols; ++c) v[static_cast<size_t>(r * cols + c)] *= factor[static_cast<size_t>((r / 128) * bc + c / 128)];
+      for (int64_t c = 0; c < cols; ++c)
+        v[static_cast<size_t>(r * cols + c)] *=
+            factor[static_cast<size_t>((r / 128) * bc + c / 128)];
     }
     if (!(o_.fp8 && allow_fp8)) return w_.add(name, DType::kBF16, {rows, cols}, to_bytes_bf16(v));
     std::vector<uint8_t> codes(static_cast<size_t>(rows * cols));
@@ -60,14 +65,16 @@ class Generator {
       for (int64_t bj = 0; bj < bc; ++bj) {
         float amax = 0.0f;
         for (int64_t r = bi * 128; r < std::min(rows, bi * 128 + 128); ++r) {
-          for (int64_t c = bj * 128; c < std::min(cols, bj * 128 + 128); ++c) amax = std::max(amax, std::fabs(v[static_cast<size_t>(r * cols + c)]));
+          for (int64_t c = bj * 128; c < std::min(cols, bj * 128 + 128); ++c)
+            amax = std::max(amax, std::fabs(v[static_cast<size_t>(r * cols + c)]));
         }
         float s = std::max(amax, 1e-12f) / kFp8E4M3Max;
         if (ue8m0_) s = std::exp2(std::ceil(std::log2(s)));
         scales[static_cast<size_t>(bi * bc + bj)] = s;
         for (int64_t r = bi * 128; r < std::min(rows, bi * 128 + 128); ++r) {
           for (int64_t c = bj * 128; c < std::min(cols, bj * 128 + 128); ++c) {
-            codes[static_cast<size_t>(r * cols + c)] = f32_to_fp8e4m3(v[static_cast<size_t>(r * cols + c)] / s);
+            codes[static_cast<size_t>(r * cols + c)] =
+                f32_to_fp8e4m3(v[static_cast<size_t>(r * cols + c)] / s);
           }
         }
       }
@@ -113,7 +120,9 @@ class Generator {
 Status write_random_checkpoint(const Json& hf_config_in, const RandomCheckpointOptions& o) {
   Json hf = hf_config_in;
   if (o.fp8) {
-    hf["quantization_config"] = {{"activation_scheme", "dynamic"}, {"fmt", "e4m3"}, {"quant_method", "fp8"},
+    hf["quantization_config"] = {{"activation_scheme", "dynamic"},
+                                 {"fmt", "e4m3"},
+                                 {"quant_method", "fp8"},
                                  {"weight_block_size", {128, 128}}};
   } else {
     hf.erase("quantization_config");
@@ -134,7 +143,8 @@ Status write_random_checkpoint(const Json& hf_config_in, const RandomCheckpointO
   int64_t done = 0;
   DSS_RETURN_IF_ERROR(g.dense_bf16("model.embed_tokens.weight", c.n_vocab, d, 1.0f));
   DSS_RETURN_IF_ERROR(g.norm("model.norm.weight", d));
-  DSS_RETURN_IF_ERROR(g.dense_bf16("lm_head.weight", c.n_vocab, d, 4.0f / std::sqrt(static_cast<float>(d))));
+  DSS_RETURN_IF_ERROR(
+      g.dense_bf16("lm_head.weight", c.n_vocab, d, 4.0f / std::sqrt(static_cast<float>(d))));
   done = 3;
   for (int32_t i = 0; i < c.n_layers; ++i) {
     const std::string p = "model.layers." + std::to_string(i);
@@ -144,9 +154,11 @@ Status write_random_checkpoint(const Json& hf_config_in, const RandomCheckpointO
     DSS_RETURN_IF_ERROR(g.linear(a + ".q_a_proj.weight", c.q_lora_rank, d, 1.0f));
     DSS_RETURN_IF_ERROR(g.norm(a + ".q_a_layernorm.weight", c.q_lora_rank));
     DSS_RETURN_IF_ERROR(g.linear(a + ".q_b_proj.weight", H * c.d_qk(), c.q_lora_rank, 1.0f));
-    DSS_RETURN_IF_ERROR(g.linear(a + ".kv_a_proj_with_mqa.weight", c.kv_lora_rank + c.d_rope, d, 1.0f));
+    DSS_RETURN_IF_ERROR(
+        g.linear(a + ".kv_a_proj_with_mqa.weight", c.kv_lora_rank + c.d_rope, d, 1.0f));
     DSS_RETURN_IF_ERROR(g.norm(a + ".kv_a_layernorm.weight", c.kv_lora_rank));
-    DSS_RETURN_IF_ERROR(g.linear(a + ".kv_b_proj.weight", H * (c.d_nope + c.d_v), c.kv_lora_rank, 1.0f));
+    DSS_RETURN_IF_ERROR(
+        g.linear(a + ".kv_b_proj.weight", H * (c.d_nope + c.d_v), c.kv_lora_rank, 1.0f));
     DSS_RETURN_IF_ERROR(g.linear(a + ".o_proj.weight", d, H * c.d_v, 0.5f));
     auto ffn = [&](const std::string& m, int64_t d_ff, float gain_down) -> Status {
       DSS_RETURN_IF_ERROR(g.linear(m + ".gate_proj.weight", d_ff, d, 1.0f));
@@ -156,13 +168,15 @@ Status write_random_checkpoint(const Json& hf_config_in, const RandomCheckpointO
     if (!c.is_moe_layer(i)) {
       DSS_RETURN_IF_ERROR(ffn(p + ".mlp", c.d_ff, 0.5f));
     } else {
-      DSS_RETURN_IF_ERROR(g.dense_bf16(p + ".mlp.gate.weight", c.n_experts, d, 1.0f / std::sqrt(static_cast<float>(d))));
+      DSS_RETURN_IF_ERROR(g.dense_bf16(p + ".mlp.gate.weight", c.n_experts, d,
+                                       1.0f / std::sqrt(static_cast<float>(d))));
       DSS_RETURN_IF_ERROR(g.f32_vector(p + ".mlp.gate.e_score_correction_bias", c.n_experts, 0.1f));
       for (int32_t e = 0; e < c.n_experts; ++e) {
         DSS_RETURN_IF_ERROR(ffn(p + ".mlp.experts." + std::to_string(e), c.d_ff_expert, 0.5f));
       }
       if (c.n_shared_experts > 0) {
-        DSS_RETURN_IF_ERROR(ffn(p + ".mlp.shared_experts", static_cast<int64_t>(c.n_shared_experts) * c.d_ff_expert, 0.5f));
+        DSS_RETURN_IF_ERROR(ffn(p + ".mlp.shared_experts",
+                                static_cast<int64_t>(c.n_shared_experts) * c.d_ff_expert, 0.5f));
       }
     }
     ++done;
@@ -172,32 +186,78 @@ Status write_random_checkpoint(const Json& hf_config_in, const RandomCheckpointO
 }
 
 Result<Json> preset_config(const std::string& name) {
-  Json base = {
-      {"architectures", {"DeepseekV3ForCausalLM"}}, {"model_type", "deepseek_v3"}, {"vocab_size", 129280},
-      {"n_shared_experts", 1}, {"routed_scaling_factor", 2.5}, {"scoring_func", "sigmoid"},
-      {"topk_method", "noaux_tc"}, {"norm_topk_prob", true}, {"moe_layer_freq", 1}, {"hidden_act", "silu"},
-      {"rms_norm_eps", 1e-06}, {"rope_theta", 10000}, {"num_nextn_predict_layers", 0}, {"bos_token_id", 0},
-      {"eos_token_id", 1}, {"tie_word_embeddings", false}, {"torch_dtype", "bfloat16"},
-      {"attention_bias", false}, {"attention_dropout", 0.0}};
+  Json base = {{"architectures", {"DeepseekV3ForCausalLM"}},
+               {"model_type", "deepseek_v3"},
+               {"vocab_size", 129280},
+               {"n_shared_experts", 1},
+               {"routed_scaling_factor", 2.5},
+               {"scoring_func", "sigmoid"},
+               {"topk_method", "noaux_tc"},
+               {"norm_topk_prob", true},
+               {"moe_layer_freq", 1},
+               {"hidden_act", "silu"},
+               {"rms_norm_eps", 1e-06},
+               {"rope_theta", 10000},
+               {"num_nextn_predict_layers", 0},
+               {"bos_token_id", 0},
+               {"eos_token_id", 1},
+               {"tie_word_embeddings", false},
+               {"torch_dtype", "bfloat16"},
+               {"attention_bias", false},
+               {"attention_dropout", 0.0}};
   if (name == "tiny") {  // golden tiny-v3 shapes with the real vocabulary
-    base.update({{"hidden_size", 256}, {"num_hidden_layers", 4}, {"first_k_dense_replace", 1},
-                 {"num_attention_heads", 8}, {"num_key_value_heads", 8}, {"q_lora_rank", 128},
-                 {"kv_lora_rank", 64}, {"qk_nope_head_dim", 32}, {"qk_rope_head_dim", 16}, {"v_head_dim", 32},
-                 {"intermediate_size", 512}, {"moe_intermediate_size", 128}, {"n_routed_experts", 16},
-                 {"num_experts_per_tok", 4}, {"n_group", 4}, {"topk_group", 2},
-                 {"rope_scaling", {{"type", "yarn"}, {"factor", 4}, {"original_max_position_embeddings", 1024},
-                                   {"beta_fast", 32}, {"beta_slow", 1}, {"mscale", 1.0}, {"mscale_all_dim", 1.0}}},
+    base.update({{"hidden_size", 256},
+                 {"num_hidden_layers", 4},
+                 {"first_k_dense_replace", 1},
+                 {"num_attention_heads", 8},
+                 {"num_key_value_heads", 8},
+                 {"q_lora_rank", 128},
+                 {"kv_lora_rank", 64},
+                 {"qk_nope_head_dim", 32},
+                 {"qk_rope_head_dim", 16},
+                 {"v_head_dim", 32},
+                 {"intermediate_size", 512},
+                 {"moe_intermediate_size", 128},
+                 {"n_routed_experts", 16},
+                 {"num_experts_per_tok", 4},
+                 {"n_group", 4},
+                 {"topk_group", 2},
+                 {"rope_scaling",
+                  {{"type", "yarn"},
+                   {"factor", 4},
+                   {"original_max_position_embeddings", 1024},
+                   {"beta_fast", 32},
+                   {"beta_slow", 1},
+                   {"mscale", 1.0},
+                   {"mscale_all_dim", 1.0}}},
                  {"max_position_embeddings", 4096}});
     return base;
   }
   if (name == "ds-mini") {  // = shared/configs/ds-mini.json
-    base.update({{"hidden_size", 1024}, {"num_hidden_layers", 12}, {"first_k_dense_replace", 1},
-                 {"num_attention_heads", 16}, {"num_key_value_heads", 16}, {"q_lora_rank", 384},
-                 {"kv_lora_rank", 256}, {"qk_nope_head_dim", 64}, {"qk_rope_head_dim", 32}, {"v_head_dim", 64},
-                 {"intermediate_size", 2816}, {"moe_intermediate_size", 512}, {"n_routed_experts", 64},
-                 {"num_experts_per_tok", 6}, {"n_group", 8}, {"topk_group", 4},
-                 {"rope_scaling", {{"type", "yarn"}, {"factor", 4}, {"original_max_position_embeddings", 8192},
-                                   {"beta_fast", 32}, {"beta_slow", 1}, {"mscale", 1.0}, {"mscale_all_dim", 1.0}}},
+    base.update({{"hidden_size", 1024},
+                 {"num_hidden_layers", 12},
+                 {"first_k_dense_replace", 1},
+                 {"num_attention_heads", 16},
+                 {"num_key_value_heads", 16},
+                 {"q_lora_rank", 384},
+                 {"kv_lora_rank", 256},
+                 {"qk_nope_head_dim", 64},
+                 {"qk_rope_head_dim", 32},
+                 {"v_head_dim", 64},
+                 {"intermediate_size", 2816},
+                 {"moe_intermediate_size", 512},
+                 {"n_routed_experts", 64},
+                 {"num_experts_per_tok", 6},
+                 {"n_group", 8},
+                 {"topk_group", 4},
+                 {"rope_scaling",
+                  {{"type", "yarn"},
+                   {"factor", 4},
+                   {"original_max_position_embeddings", 8192},
+                   {"beta_fast", 32},
+                   {"beta_slow", 1},
+                   {"mscale", 1.0},
+                   {"mscale_all_dim", 1.0}}},
                  {"max_position_embeddings", 32768}});
     base.erase("attention_bias");
     base.erase("attention_dropout");

@@ -19,8 +19,8 @@ namespace dss {
 struct RandomCheckpointOptions {
   std::string out_dir;
   uint64_t seed = 0;
-  bool fp8 = true;                       // else BF16 weights, no quantization_config
-  size_t shard_bytes = 512ull << 20;     // shard size
+  bool fp8 = true;                    // else BF16 weights, no quantization_config
+  size_t shard_bytes = 512ull << 20;  // shard size
   // Called with (tensors written, total) for progress; may be empty.
   void (*progress)(int64_t, int64_t) = nullptr;
 };

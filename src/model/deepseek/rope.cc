@@ -10,11 +10,14 @@ RopeTable::RopeTable(const ModelConfig& cfg) {
   const double base = cfg.rope_theta;
   freqs_.resize(static_cast<size_t>(d / 2));
   for (int32_t i = 0; i < d / 2; ++i) {
-    freqs_[static_cast<size_t>(i)] = static_cast<float>(1.0 / std::pow(base, static_cast<double>(2 * i) / d));
+    freqs_[static_cast<size_t>(i)] =
+        static_cast<float>(1.0 / std::pow(base, static_cast<double>(2 * i) / d));
   }
   if (!cfg.rope.yarn || cfg.rope.factor <= 1.0f) return;
   const double L0 = cfg.rope.original_max_position;
-  auto corr = [&](double r) { return d * std::log(L0 / (r * 2.0 * M_PI)) / (2.0 * std::log(base)); };
+  auto corr = [&](double r) {
+    return d * std::log(L0 / (r * 2.0 * M_PI)) / (2.0 * std::log(base));
+  };
   double low = std::max(std::floor(corr(cfg.rope.beta_fast)), 0.0);
   double high = std::min(std::ceil(corr(cfg.rope.beta_slow)), static_cast<double>(d - 1));
   if (low == high) high += 0.001;

@@ -20,7 +20,8 @@ class Loader {
     DSS_ASSIGN_OR_RETURN(TensorView t, ck_.get(name));
     const std::vector<int64_t> want = {rows, cols};
     if (t.shape != want) {
-      return Status::error(t.file, ": tensor '", name, "' has shape ", t.shape_str(), ", expected ", shape_str(want));
+      return Status::error(t.file, ": tensor '", name, "' has shape ", t.shape_str(), ", expected ",
+                           shape_str(want));
     }
     Matrix m;
     m.dtype = t.dtype;
@@ -30,13 +31,17 @@ class Loader {
     if (t.dtype == DType::kF8E4M3) {
       const std::string sname = name + "_scale_inv";
       auto s = ck_.get(sname);
-      if (!s) return Status::error(t.file, ": tensor '", name, "' is F8_E4M3 but its scale tensor '", sname, "' is missing");
+      if (!s)
+        return Status::error(t.file, ": tensor '", name, "' is F8_E4M3 but its scale tensor '",
+                             sname, "' is missing");
       const std::vector<int64_t> want_s = {m.n_scale_rows(), m.n_scale_cols()};
       if (s->dtype != DType::kF32) {
-        return Status::error(s->file, ": tensor '", sname, "' has dtype ", dtype_name(s->dtype), ", expected F32");
+        return Status::error(s->file, ": tensor '", sname, "' has dtype ", dtype_name(s->dtype),
+                             ", expected F32");
       }
       if (s->shape != want_s) {
-        return Status::error(s->file, ": tensor '", sname, "' has shape ", s->shape_str(), ", expected ", shape_str(want_s));
+        return Status::error(s->file, ": tensor '", sname, "' has shape ", s->shape_str(),
+                             ", expected ", shape_str(want_s));
       }
       m.scales = reinterpret_cast<const float*>(s->data);
       count(DType::kF32, s->n_bytes);
@@ -51,10 +56,12 @@ class Loader {
   Result<Vector> vector(const std::string& name, int64_t n) {
     DSS_ASSIGN_OR_RETURN(TensorView t, ck_.get(name));
     if (t.shape != std::vector<int64_t>{n}) {
-      return Status::error(t.file, ": tensor '", name, "' has shape ", t.shape_str(), ", expected [", n, "]");
+      return Status::error(t.file, ": tensor '", name, "' has shape ", t.shape_str(),
+                           ", expected [", n, "]");
     }
     if (t.dtype != DType::kBF16 && t.dtype != DType::kF32 && t.dtype != DType::kF16) {
-      return Status::error(t.file, ": tensor '", name, "' has dtype ", dtype_name(t.dtype), ", expected BF16, F16 or F32");
+      return Status::error(t.file, ": tensor '", name, "' has dtype ", dtype_name(t.dtype),
+                           ", expected BF16, F16 or F32");
     }
     count(t.dtype, t.n_bytes);
     return Vector{t.dtype, n, t.data};
@@ -84,7 +91,8 @@ void dequantise_kv_b(MlaWeights& w) {
   const Matrix& m = w.kv_b;
   w.kv_b_f32.resize(static_cast<size_t>(m.n_rows * m.n_cols));
   for (int64_t r = 0; r < m.n_rows; ++r) {
-    for (int64_t c = 0; c < m.n_cols; ++c) w.kv_b_f32[static_cast<size_t>(r * m.n_cols + c)] = m.at(r, c);
+    for (int64_t c = 0; c < m.n_cols; ++c)
+      w.kv_b_f32[static_cast<size_t>(r * m.n_cols + c)] = m.at(r, c);
   }
 }
 
@@ -97,7 +105,9 @@ Result<ModelWeights> load_weights(const Checkpoint& ck, const ModelConfig& c) {
   DSS_ASSIGN_OR_RETURN(w.final_norm, ld.vector("model.norm.weight", c.d_model));
   DSS_ASSIGN_OR_RETURN(w.lm_head, ld.matrix("lm_head.weight", c.n_vocab, c.d_model));
   if (w.embed.dtype == DType::kF8E4M3) {
-    return Status::error(ck.dir(), ": tensor 'model.embed_tokens.weight' is F8_E4M3; embeddings must be BF16, F16 or F32");
+    return Status::error(
+        ck.dir(),
+        ": tensor 'model.embed_tokens.weight' is F8_E4M3; embeddings must be BF16, F16 or F32");
   }
   const int64_t H = c.n_heads;
   for (int32_t i = 0; i < c.n_layers; ++i) {
@@ -110,9 +120,11 @@ Result<ModelWeights> load_weights(const Checkpoint& ck, const ModelConfig& c) {
     DSS_ASSIGN_OR_RETURN(a.q_a, ld.matrix(sa + ".q_a_proj.weight", c.q_lora_rank, c.d_model));
     DSS_ASSIGN_OR_RETURN(a.q_a_norm, ld.vector(sa + ".q_a_layernorm.weight", c.q_lora_rank));
     DSS_ASSIGN_OR_RETURN(a.q_b, ld.matrix(sa + ".q_b_proj.weight", H * c.d_qk(), c.q_lora_rank));
-    DSS_ASSIGN_OR_RETURN(a.kv_a, ld.matrix(sa + ".kv_a_proj_with_mqa.weight", c.kv_lora_rank + c.d_rope, c.d_model));
+    DSS_ASSIGN_OR_RETURN(
+        a.kv_a, ld.matrix(sa + ".kv_a_proj_with_mqa.weight", c.kv_lora_rank + c.d_rope, c.d_model));
     DSS_ASSIGN_OR_RETURN(a.kv_a_norm, ld.vector(sa + ".kv_a_layernorm.weight", c.kv_lora_rank));
-    DSS_ASSIGN_OR_RETURN(a.kv_b, ld.matrix(sa + ".kv_b_proj.weight", H * (c.d_nope + c.d_v), c.kv_lora_rank));
+    DSS_ASSIGN_OR_RETURN(
+        a.kv_b, ld.matrix(sa + ".kv_b_proj.weight", H * (c.d_nope + c.d_v), c.kv_lora_rank));
     DSS_ASSIGN_OR_RETURN(a.o, ld.matrix(sa + ".o_proj.weight", c.d_model, H * c.d_v));
     dequantise_kv_b(a);
     L.is_moe = c.is_moe_layer(i);
@@ -127,13 +139,15 @@ Result<ModelWeights> load_weights(const Checkpoint& ck, const ModelConfig& c) {
       for (int64_t e = 0; e < c.n_experts; ++e) m.router_bias[static_cast<size_t>(e)] = bias.at(e);
       m.experts.reserve(static_cast<size_t>(c.n_experts));
       for (int32_t e = 0; e < c.n_experts; ++e) {
-        DSS_ASSIGN_OR_RETURN(FfnWeights f, ld.ffn(p + ".mlp.experts." + std::to_string(e), c.d_model, c.d_ff_expert));
+        DSS_ASSIGN_OR_RETURN(FfnWeights f, ld.ffn(p + ".mlp.experts." + std::to_string(e),
+                                                  c.d_model, c.d_ff_expert));
         m.experts.push_back(f);
       }
       if (c.n_shared_experts > 0) {
         m.has_shared = true;
-        DSS_ASSIGN_OR_RETURN(m.shared, ld.ffn(p + ".mlp.shared_experts", c.d_model,
-                                              static_cast<int64_t>(c.n_shared_experts) * c.d_ff_expert));
+        DSS_ASSIGN_OR_RETURN(m.shared,
+                             ld.ffn(p + ".mlp.shared_experts", c.d_model,
+                                    static_cast<int64_t>(c.n_shared_experts) * c.d_ff_expert));
       }
     }
     w.layers.push_back(std::move(L));

@@ -20,20 +20,20 @@ struct FfnWeights {  // SwiGLU: down(silu(gate x) * up x)
 };
 
 struct MlaWeights {
-  Matrix q_a;          // [q_lora_rank, d_model]
-  Vector q_a_norm;     // [q_lora_rank]
-  Matrix q_b;          // [n_heads * (d_nope + d_rope), q_lora_rank]; per head nope first
-  Matrix kv_a;         // [kv_lora_rank + d_rope, d_model]
-  Vector kv_a_norm;    // [kv_lora_rank]
-  Matrix kv_b;         // [n_heads * (d_nope + d_v), kv_lora_rank]; per head W_UK rows then W_UV
-  Matrix o;            // [d_model, n_heads * d_v]
+  Matrix q_a;        // [q_lora_rank, d_model]
+  Vector q_a_norm;   // [q_lora_rank]
+  Matrix q_b;        // [n_heads * (d_nope + d_rope), q_lora_rank]; per head nope first
+  Matrix kv_a;       // [kv_lora_rank + d_rope, d_model]
+  Vector kv_a_norm;  // [kv_lora_rank]
+  Matrix kv_b;       // [n_heads * (d_nope + d_v), kv_lora_rank]; per head W_UK rows then W_UV
+  Matrix o;          // [d_model, n_heads * d_v]
   // kv_b dequantised once to f32 for the absorbed path: [n_heads, d_nope + d_v, kv_lora_rank].
   std::vector<float> kv_b_f32;
 };
 
 struct MoeWeights {
-  Matrix router;                   // [n_experts, d_model] (bf16 in checkpoints; f32 compute)
-  std::vector<float> router_bias;  // [n_experts] e_score_correction_bias as f32 (selection only)
+  Matrix router;                    // [n_experts, d_model] (bf16 in checkpoints; f32 compute)
+  std::vector<float> router_bias;   // [n_experts] e_score_correction_bias as f32 (selection only)
   std::vector<FfnWeights> experts;  // n_experts x {[d_ff_expert, d_model] ...}
   FfnWeights shared;                // [n_shared * d_ff_expert, d_model] ...; empty if none
   bool has_shared = false;

@@ -1,6 +1,7 @@
 #include "model/runtime/model.h"
 
 #include <algorithm>
+#include <thread>
 
 #include "base/check.h"
 #include "kernels/cpu/matmul.h"
@@ -11,11 +12,17 @@ namespace dss {
 Result<std::unique_ptr<Model>> Model::load(const LoadOptions& opts) {
   DSS_ASSIGN_OR_RETURN(ModelConfig cfg, ModelConfig::load(opts.dir));
   if (cfg.arch == ModelArch::kDeepseekV32) {
-    return Status::error(opts.dir, "/config.json: DeepseekV32ForCausalLM (sparse attention indexer) is not supported yet");
+    return Status::error(
+        opts.dir,
+        "/config.json: DeepseekV32ForCausalLM (sparse attention indexer) is not supported yet");
   }
   DSS_ASSIGN_OR_RETURN(Checkpoint ck, Checkpoint::open(opts.dir));
   std::unique_ptr<Model> m(new Model(std::move(cfg), std::move(ck)));
   DSS_ASSIGN_OR_RETURN(m->w_, load_weights(m->ck_, m->cfg_));
+  const int32_t n_threads =
+      opts.n_threads > 0 ? opts.n_threads
+                         : static_cast<int32_t>(std::max(1u, std::thread::hardware_concurrency()));
+  m->pool_ = std::make_unique<ThreadPool>(n_threads);
   return m;
 }
 
@@ -23,13 +30,16 @@ KvLayout Model::kv_layout(int32_t page_size) const {
   return KvLayout{cfg_.n_layers, cfg_.kv_lora_rank, cfg_.d_rope, page_size};
 }
 
-void Model::forward(const ForwardBatch& b, KvCache& kv, Workspace& ws, float* logits, AttnPath path) const {
+void Model::forward(const ForwardBatch& b, KvCache& kv, Workspace& ws, float* logits,
+                    AttnPath path) const {
   const ModelConfig& c = cfg_;
   const int32_t T = b.n_tokens();
   const int64_t d = c.d_model;
   DSS_CHECK(T <= ws.limits.max_tokens, "tokens ", T, " > workspace ", ws.limits.max_tokens);
   DSS_CHECK(static_cast<int32_t>(b.logit_rows.size()) <= ws.limits.max_logit_rows);
   DSS_CHECK(static_cast<int32_t>(b.seq_token_begin.size()) == b.n_seqs() + 1);
+  DSS_CHECK(ws.limits.n_threads >= pool_->n_threads(), "workspace built for ", ws.limits.n_threads,
+            " threads");
   // Embedding lookup (plain, unscaled).
   for (int32_t t = 0; t < T; ++t) {
     const TokenId id = b.tokens[static_cast<size_t>(t)];
@@ -39,10 +49,12 @@ void Model::forward(const ForwardBatch& b, KvCache& kv, Workspace& ws, float* lo
   }
   for (int32_t i = 0; i < c.n_layers; ++i) {
     const LayerWeights& L = w_.layers[static_cast<size_t>(i)];
-    for (int32_t t = 0; t < T; ++t) cpu::rmsnorm(ws.h.data() + t * d, L.attn_norm, d, c.rms_eps, ws.xn.data() + t * d);
+    for (int32_t t = 0; t < T; ++t)
+      cpu::rmsnorm(ws.h.data() + t * d, L.attn_norm, d, c.rms_eps, ws.xn.data() + t * d);
     mla(i, b, kv, ws, path);  // xn -> tmp
     for (int32_t t = 0; t < T; ++t) cpu::axpy(1.0f, ws.tmp.data() + t * d, ws.h.data() + t * d, d);
-    for (int32_t t = 0; t < T; ++t) cpu::rmsnorm(ws.h.data() + t * d, L.ffn_norm, d, c.rms_eps, ws.xn.data() + t * d);
+    for (int32_t t = 0; t < T; ++t)
+      cpu::rmsnorm(ws.h.data() + t * d, L.ffn_norm, d, c.rms_eps, ws.xn.data() + t * d);
     if (L.is_moe) {
       moe(L.moe, T, ws);  // xn -> tmp
     } else {
@@ -56,14 +68,22 @@ void Model::forward(const ForwardBatch& b, KvCache& kv, Workspace& ws, float* lo
     DSS_CHECK(t >= 0 && t < T, "logit row ", t, " out of range");
     cpu::rmsnorm(ws.h.data() + t * d, w_.final_norm, d, c.rms_eps, ws.logit_in.data() + j * d);
   }
-  if (n_out > 0) cpu::matmul(w_.lm_head, ws.logit_in.data(), n_out, logits);
+  if (n_out > 0) mm(w_.lm_head, ws.logit_in.data(), n_out, logits);
 }
 
-void Model::ffn(const FfnWeights& f, int32_t n_tok, int32_t d_ff, const float* x, float* out, Workspace& ws) const {
-  cpu::matmul(f.gate, x, n_tok, ws.gate.data());
-  cpu::matmul(f.up, x, n_tok, ws.up.data());
+void Model::mm(const Matrix& w, const float* x, int64_t n_tok, float* y) const {
+  // Grain: 16 rows, so a thread's share of a row block stays contiguous in memory.
+  pool_->parallel_for(w.n_rows, 16, [&](int64_t r0, int64_t r1, int32_t) {
+    cpu::matmul_rows(w, x, n_tok, y, r0, r1);
+  });
+}
+
+void Model::ffn(const FfnWeights& f, int32_t n_tok, int32_t d_ff, const float* x, float* out,
+                Workspace& ws) const {
+  mm(f.gate, x, n_tok, ws.gate.data());
+  mm(f.up, x, n_tok, ws.up.data());
   cpu::silu_mul(ws.gate.data(), ws.up.data(), static_cast<int64_t>(n_tok) * d_ff, ws.gate.data());
-  cpu::matmul(f.down, ws.gate.data(), n_tok, out);
+  mm(f.down, ws.gate.data(), n_tok, out);
 }
 
 }  // namespace dss

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "base/status.h"
+#include "base/thread_pool.h"
 #include "core/forward_batch.h"
 #include "io/checkpoint.h"
 #include "io/model_config.h"
@@ -26,7 +27,8 @@ namespace dss {
 enum class AttnPath { kAuto, kNaive, kAbsorbed };
 
 struct LoadOptions {
-  std::string dir;  // checkpoint directory (config.json + safetensors)
+  std::string dir;        // checkpoint directory (config.json + safetensors)
+  int32_t n_threads = 0;  // compute threads (0: all hardware threads)
 };
 
 class Model {
@@ -37,6 +39,8 @@ class Model {
   const ModelWeights& weights() const { return w_; }
   const Checkpoint& checkpoint() const { return ck_; }
   KvLayout kv_layout(int32_t page_size) const;
+  int32_t n_threads() const { return pool_->n_threads(); }
+  ThreadPool& pool() const { return *pool_; }
 
   // logits: [batch.logit_rows.size(), n_vocab] f32.
   void forward(const ForwardBatch& batch, KvCache& kv, Workspace& ws, float* logits,
@@ -45,15 +49,21 @@ class Model {
  private:
   Model(ModelConfig cfg, Checkpoint ck) : cfg_(std::move(cfg)), ck_(std::move(ck)), rope_(cfg_) {}
   void mla(int32_t i_layer, const ForwardBatch& b, KvCache& kv, Workspace& ws, AttnPath path) const;
-  void mla_naive(int32_t i_layer, const ForwardBatch& b, int32_t i_seq, const KvCache& kv, Workspace& ws) const;
-  void mla_absorbed(int32_t i_layer, const ForwardBatch& b, int32_t i_seq, const KvCache& kv, Workspace& ws) const;
-  void ffn(const FfnWeights& f, int32_t n_tok, int32_t d_ff, const float* x, float* out, Workspace& ws) const;
+  void mla_naive(int32_t i_layer, const ForwardBatch& b, int32_t i_seq, const KvCache& kv,
+                 Workspace& ws) const;
+  void mla_absorbed(int32_t i_layer, const ForwardBatch& b, int32_t i_seq, const KvCache& kv,
+                    Workspace& ws) const;
+  // y = W x split over the thread pool by output rows.
+  void mm(const Matrix& w, const float* x, int64_t n_tok, float* y) const;
+  void ffn(const FfnWeights& f, int32_t n_tok, int32_t d_ff, const float* x, float* out,
+           Workspace& ws) const;
   void moe(const MoeWeights& m, int32_t n_tok, Workspace& ws) const;
 
   ModelConfig cfg_;
   Checkpoint ck_;
   ModelWeights w_;
   RopeTable rope_;
+  std::unique_ptr<ThreadPool> pool_;
 };
 
 }  // namespace dss

@@ -7,16 +7,20 @@
 namespace dss {
 
 namespace {
-int32_t n_pages_for(int32_t max_len, int32_t page_size) { return (max_len + page_size - 1) / page_size; }
+int32_t n_pages_for(int32_t max_len, int32_t page_size) {
+  return (max_len + page_size - 1) / page_size;
+}
 }  // namespace
 
-SequenceRunner::SequenceRunner(const Model& model, int32_t max_len, int32_t page_size, int32_t max_chunk)
+SequenceRunner::SequenceRunner(const Model& model, int32_t max_len, int32_t page_size,
+                               int32_t max_chunk)
     : model_(model),
       max_len_(max_len),
       page_size_(page_size),
       max_chunk_(std::min(max_chunk, max_len)),
       kv_(model.kv_layout(page_size), n_pages_for(max_len, page_size)),
-      ws_(model.config(), WorkspaceLimits{std::min(max_chunk, max_len), max_len, std::min(max_chunk, max_len)}) {
+      ws_(model.config(), WorkspaceLimits{std::min(max_chunk, max_len), max_len,
+                                          std::min(max_chunk, max_len), model.n_threads()}) {
   const int32_t n = n_pages_for(max_len, page_size);
   for (int32_t i = 0; i < n; ++i) pages_.push_back(n - 1 - i);
   logits_.resize(static_cast<size_t>(max_chunk_) * model.config().n_vocab);
@@ -32,7 +36,8 @@ const float* SequenceRunner::step(std::span<const TokenId> tokens, bool all_logi
   for (int32_t i = 0; i < n; ++i) {
     const int32_t pos = length_ + i;
     positions_[static_cast<size_t>(i)] = pos;
-    slots_[static_cast<size_t>(i)] = pages_[static_cast<size_t>(pos / page_size_)] * page_size_ + pos % page_size_;
+    slots_[static_cast<size_t>(i)] =
+        pages_[static_cast<size_t>(pos / page_size_)] * page_size_ + pos % page_size_;
     if (all_logits || i == n - 1) rows_.push_back(i);
   }
   const int32_t begin[2] = {0, n};
@@ -51,7 +56,8 @@ const float* SequenceRunner::step(std::span<const TokenId> tokens, bool all_logi
   return logits_.data();
 }
 
-void SequenceRunner::prefill(std::span<const TokenId> tokens, bool all_logits, const LogitsFn& on_logits, AttnPath path) {
+void SequenceRunner::prefill(std::span<const TokenId> tokens, bool all_logits,
+                             const LogitsFn& on_logits, AttnPath path) {
   size_t i = 0;
   while (i < tokens.size()) {
     const size_t n = std::min(tokens.size() - i, static_cast<size_t>(max_chunk_));

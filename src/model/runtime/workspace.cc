@@ -19,10 +19,12 @@ Workspace::Workspace(const ModelConfig& c, const WorkspaceLimits& lim) : limits(
   rope_sin.resize(static_cast<size_t>(c.d_rope / 2));
   lat.resize(S * static_cast<size_t>(c.kv_lora_rank));
   kv_exp.resize(S * static_cast<size_t>(c.n_heads * (c.d_nope + c.d_v)));
-  scores.resize(S);
-  q_abs.resize(static_cast<size_t>(c.kv_lora_rank));
-  o_lat.resize(static_cast<size_t>(c.kv_lora_rank));
-  const size_t ff = static_cast<size_t>(std::max(c.d_ff, std::max(c.n_shared_experts, 1) * c.d_ff_expert));
+  const auto nt = static_cast<size_t>(std::max(1, lim.n_threads));
+  scores.resize(nt * S);
+  q_abs.resize(nt * static_cast<size_t>(c.kv_lora_rank));
+  o_lat.resize(nt * static_cast<size_t>(c.kv_lora_rank));
+  const size_t ff =
+      static_cast<size_t>(std::max(c.d_ff, std::max(c.n_shared_experts, 1) * c.d_ff_expert));
   gate.resize(T * ff);
   up.resize(T * ff);
   router.resize(T * static_cast<size_t>(c.n_experts));

@@ -13,6 +13,7 @@ struct WorkspaceLimits {
   int32_t max_tokens = 1;      // tokens per forward step
   int32_t max_kv_len = 1;      // longest sequence (cached + new) attended to
   int32_t max_logit_rows = 1;  // rows of logits per step
+  int32_t n_threads = 1;       // compute threads (per-thread attention scratch)
 };
 
 struct Workspace {
@@ -27,22 +28,22 @@ struct Workspace {
   std::vector<float> attn;                // n_heads * d_v
   std::vector<float> rope_cos, rope_sin;  // d_rope / 2
   // Attention scratch.
-  std::vector<float> lat;                 // [max_kv_len, kv_lora_rank] gathered latents (naive)
-  std::vector<float> kv_exp;              // [max_kv_len, n_heads * (d_nope + d_v)] (naive)
-  std::vector<float> scores;              // [max_kv_len]
-  std::vector<float> q_abs, o_lat;        // [kv_lora_rank] (absorbed)
+  std::vector<float> lat;           // [max_kv_len, kv_lora_rank] gathered latents (naive)
+  std::vector<float> kv_exp;        // [max_kv_len, n_heads * (d_nope + d_v)] (naive)
+  std::vector<float> scores;        // [n_threads, max_kv_len]
+  std::vector<float> q_abs, o_lat;  // [n_threads, kv_lora_rank] (absorbed)
   // FFN / MoE scratch.
-  std::vector<float> gate, up;            // [max_tokens, max(d_ff, n_shared * d_ff_expert)]
-  std::vector<float> router;              // [max_tokens, n_experts]
-  std::vector<float> route_scratch;       // [n_experts + n_groups]
-  std::vector<int32_t> sel_experts;       // [max_tokens, n_experts_per_tok]
-  std::vector<float> sel_weights;         // [max_tokens, n_experts_per_tok]
-  std::vector<int32_t> expert_offsets;    // [n_experts + 1]
-  std::vector<int32_t> expert_cursor;     // [n_experts]
-  std::vector<int32_t> expert_tokens;     // [max_tokens * n_experts_per_tok]
-  std::vector<float> expert_weights;      // [max_tokens * n_experts_per_tok]
-  std::vector<float> xe, ye;              // [max_tokens, d_model]
-  std::vector<float> logit_in;            // [max_logit_rows, d_model]
+  std::vector<float> gate, up;          // [max_tokens, max(d_ff, n_shared * d_ff_expert)]
+  std::vector<float> router;            // [max_tokens, n_experts]
+  std::vector<float> route_scratch;     // [n_experts + n_groups]
+  std::vector<int32_t> sel_experts;     // [max_tokens, n_experts_per_tok]
+  std::vector<float> sel_weights;       // [max_tokens, n_experts_per_tok]
+  std::vector<int32_t> expert_offsets;  // [n_experts + 1]
+  std::vector<int32_t> expert_cursor;   // [n_experts]
+  std::vector<int32_t> expert_tokens;   // [max_tokens * n_experts_per_tok]
+  std::vector<float> expert_weights;    // [max_tokens * n_experts_per_tok]
+  std::vector<float> xe, ye;            // [max_tokens, d_model]
+  std::vector<float> logit_in;          // [max_logit_rows, d_model]
 };
 
 }  // namespace dss

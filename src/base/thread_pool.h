@@ -1,0 +1,66 @@
+// ThreadPool: a persistent pool for data-parallel loops inside the forward pass.
+//
+// parallel_for(n, fn) splits [0, n) into one contiguous range per thread (the caller's thread
+// takes the first) and returns when all ranges are done. No allocation and no std::function per
+// call: `fn` is called through a plain function pointer with a pointer to the caller's lambda.
+// Workers spin briefly, then sleep on a condition variable between calls.
+// Threading: parallel_for must be called from one thread at a time (the engine thread);
+// it is not reentrant (fn must not call parallel_for on the same pool).
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace dss {
+
+class ThreadPool {
+ public:
+  // n_threads >= 1 includes the calling thread (n_threads - 1 workers are started).
+  explicit ThreadPool(int32_t n_threads);
+  ~ThreadPool();
+  ThreadPool(const ThreadPool&) = delete;
+  ThreadPool& operator=(const ThreadPool&) = delete;
+
+  int32_t n_threads() const { return n_threads_; }
+
+  // Calls fn(begin, end, i_thread) on disjoint ranges covering [0, n); ranges are aligned to
+  // `grain` (the last may be shorter). Small n runs inline on the caller.
+  template <typename Fn>
+  void parallel_for(int64_t n, int64_t grain, Fn&& fn) {
+    if (n <= 0) return;
+    const int64_t n_chunks = (n + grain - 1) / grain;
+    if (n_threads_ == 1 || n_chunks == 1) {
+      fn(int64_t{0}, n, 0);
+      return;
+    }
+    run(n, grain, &invoke<std::remove_reference_t<Fn>>, &fn);
+  }
+
+ private:
+  using Thunk = void (*)(void* ctx, int64_t begin, int64_t end, int32_t i_thread);
+  template <typename F>
+  static void invoke(void* ctx, int64_t begin, int64_t end, int32_t i_thread) {
+    (*static_cast<F*>(ctx))(begin, end, i_thread);
+  }
+  void run(int64_t n, int64_t grain, Thunk thunk, void* ctx);
+  void range(int32_t i_thread, int64_t& begin, int64_t& end) const;
+  void worker(int32_t i_thread);
+
+  int32_t n_threads_;
+  std::vector<std::thread> workers_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::atomic<uint64_t> generation_{0};
+  std::atomic<int32_t> pending_{0};
+  bool stop_ = false;
+  // The current job (written before generation_ is bumped).
+  Thunk thunk_ = nullptr;
+  void* ctx_ = nullptr;
+  int64_t n_ = 0, grain_ = 1;
+};
+
+}  // namespace dss

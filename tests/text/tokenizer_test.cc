@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <thread>
+
 #include "tests/text/text_test_util.h"
 #include "text/utf8.h"
 
@@ -103,6 +105,27 @@ TEST(Tokenizer, DecodeSkipsOnlySpecialFlaggedTokens) {
   EXPECT_EQ(tok.decode(ids, true), "<｜User｜>hello");  // User is added but not "special"
   EXPECT_EQ(tok.decode(ids, false), "<｜begin▁of▁sentence｜><｜User｜>hello<｜end▁of▁sentence｜>");
   EXPECT_EQ(tok.decode(std::vector<TokenId>{-5, 999999}), "");
+}
+
+// Contract: one Tokenizer is shared by all request threads (const methods, no hidden state).
+TEST(Tokenizer, ConcurrentEncodeGivesSameIds) {
+  const Tokenizer& tok = real_tokenizer();
+  std::vector<Json> cases = test::read_jsonl(test::data_path("tokenizer_cases.jsonl"));
+  std::vector<std::thread> threads;
+  std::vector<size_t> mismatches(4, 0);
+  for (size_t t = 0; t < mismatches.size(); ++t) {
+    threads.emplace_back([&, t] {
+      for (size_t i = t; i < cases.size(); i += 3) {
+        if (!cases[i].contains("text")) continue;
+        if (tok.encode(cases[i]["text"].get<std::string>()) !=
+            cases[i]["ids"].get<std::vector<TokenId>>()) {
+          ++mismatches[t];
+        }
+      }
+    });
+  }
+  for (std::thread& th : threads) th.join();
+  EXPECT_EQ(mismatches, std::vector<size_t>(4, 0));
 }
 
 TEST(Tokenizer, RejectsUnsupportedJson) {

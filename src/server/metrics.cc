@@ -1,0 +1,151 @@
+#include "server/metrics.h"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "base/clock.h"
+
+namespace dss {
+
+namespace {
+
+std::string num(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.17g", v);
+  return buf;
+}
+
+void head(std::string& out, const std::string& name, const char* type, const char* help) {
+  out += "# HELP " + name + " " + help + "\n# TYPE " + name + " " + type + "\n";
+}
+
+void sample(std::string& out, const std::string& name, double v, const std::string& labels = "") {
+  out += name + (labels.empty() ? "" : "{" + labels + "}") + " " + num(v) + "\n";
+}
+
+std::vector<double> latency_bounds() {
+  return {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.075, 0.1,  0.15, 0.2,  0.3,  0.4,
+          0.5,   0.75,   1.0,   2.5,  5.0,   7.5,  10.0,  20.0, 40.0, 80.0, 160.0};
+}
+
+}  // namespace
+
+Histogram::Histogram(std::vector<double> bounds)
+    : bounds_(std::move(bounds)), counts_(bounds_.size() + 1, 0) {}
+
+void Histogram::observe(double v) {
+  const size_t i = std::lower_bound(bounds_.begin(), bounds_.end(), v) - bounds_.begin();
+  std::lock_guard<std::mutex> lk(mu_);
+  ++counts_[i];
+  sum_ += v;
+  ++n_;
+}
+
+void Histogram::render(const std::string& name, std::string& out) const {
+  std::lock_guard<std::mutex> lk(mu_);
+  uint64_t cum = 0;
+  for (size_t i = 0; i < bounds_.size(); ++i) {
+    cum += counts_[i];
+    sample(out, name + "_bucket", static_cast<double>(cum), "le=\"" + num(bounds_[i]) + "\"");
+  }
+  sample(out, name + "_bucket", static_cast<double>(n_), "le=\"+Inf\"");
+  sample(out, name + "_sum", sum_);
+  sample(out, name + "_count", static_cast<double>(n_));
+}
+
+Metrics::Metrics()
+    : start_s_(now_seconds()),
+      ttft_(latency_bounds()),
+      itl_(latency_bounds()),
+      e2e_(latency_bounds()),
+      queue_(latency_bounds()) {
+  for (const char* r : {"stop", "length", "abort", "tool_calls", "error"}) finished_[r] = 0;
+}
+
+void Metrics::record_request(const std::string& finished_reason, int64_t n_prompt,
+                             int64_t n_generated, double queue_s, double ttft_s, double e2e_s) {
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    prompt_tokens_ += n_prompt;
+    generation_tokens_ += n_generated;
+    ++finished_[finished_reason];
+  }
+  queue_.observe(std::max(0.0, queue_s));
+  if (ttft_s >= 0) ttft_.observe(ttft_s);
+  e2e_.observe(std::max(0.0, e2e_s));
+}
+
+void Metrics::record_http_status(int status) {
+  std::lock_guard<std::mutex> lk(mu_);
+  ++http_status_[status];
+}
+
+std::string Metrics::render(const EngineStats& s, double now_s) {
+  std::string out;
+  out.reserve(8192);
+  std::lock_guard<std::mutex> lk(mu_);
+  const std::string p = "dsserve:";
+  head(out, p + "prompt_tokens_total", "counter", "Prompt tokens of finished requests.");
+  sample(out, p + "prompt_tokens_total", static_cast<double>(prompt_tokens_));
+  head(out, p + "generation_tokens_total", "counter", "Generated tokens of finished requests.");
+  sample(out, p + "generation_tokens_total", static_cast<double>(generation_tokens_));
+  head(out, p + "request_success_total", "counter", "Finished engine requests by finish reason.");
+  for (const auto& [reason, n] : finished_)
+    sample(out, p + "request_success_total", static_cast<double>(n),
+           "finished_reason=\"" + reason + "\"");
+  head(out, p + "http_requests_total", "counter", "HTTP responses by status code.");
+  for (const auto& [status, n] : http_status_)
+    sample(out, p + "http_requests_total", static_cast<double>(n),
+           "status=\"" + std::to_string(status) + "\"");
+  head(out, p + "prefix_cache_queries_total", "counter",
+       "Prompt tokens looked up in the prefix cache.");
+  sample(out, p + "prefix_cache_queries_total", static_cast<double>(s.prefix_query_tokens));
+  head(out, p + "prefix_cache_hits_total", "counter", "Prompt tokens found in the prefix cache.");
+  sample(out, p + "prefix_cache_hits_total", static_cast<double>(s.prefix_hit_tokens));
+  head(out, p + "engine_busy_seconds_total", "counter", "Seconds the engine spent in steps.");
+  sample(out, p + "engine_busy_seconds_total", s.busy_seconds);
+  head(out, p + "num_preemptions_total", "counter", "Requests preempted (recomputed later).");
+  sample(out, p + "num_preemptions_total", static_cast<double>(s.preemptions));
+
+  head(out, p + "num_requests_running", "gauge", "Engine requests in the running batch.");
+  sample(out, p + "num_requests_running", s.n_running);
+  head(out, p + "num_requests_waiting", "gauge", "Engine requests waiting to be scheduled.");
+  sample(out, p + "num_requests_waiting", s.n_waiting);
+  head(out, p + "kv_cache_usage_perc", "gauge",
+       "Fraction of KV-cache pages in use (1 = full), prefix-cache pages included.");
+  sample(out, p + "kv_cache_usage_perc",
+         s.kv_pages_total > 0 ? static_cast<double>(s.kv_pages_used) / s.kv_pages_total : 0.0);
+  head(out, p + "kv_cache_pages_total", "gauge", "KV-cache pages in the pool.");
+  sample(out, p + "kv_cache_pages_total", s.kv_pages_total);
+  head(out, p + "kv_cache_pages_used", "gauge", "KV-cache pages not free.");
+  sample(out, p + "kv_cache_pages_used", s.kv_pages_used);
+  head(out, p + "kv_cache_pages_cached", "gauge",
+       "KV-cache pages held by the prefix cache (reclaimable).");
+  sample(out, p + "kv_cache_pages_cached", s.kv_pages_cached);
+  head(out, p + "prefix_cache_hit_ratio", "gauge", "Prefix-cache hit tokens / query tokens.");
+  sample(out, p + "prefix_cache_hit_ratio",
+         s.prefix_query_tokens > 0
+             ? static_cast<double>(s.prefix_hit_tokens) / s.prefix_query_tokens
+             : 0.0);
+  const double t0 = last_scrape_s_ < 0 ? start_s_ : last_scrape_s_;
+  const double busy = now_s > t0 ? (s.busy_seconds - last_busy_s_) / (now_s - t0) : 0.0;
+  last_scrape_s_ = now_s;
+  last_busy_s_ = s.busy_seconds;
+  head(out, p + "engine_busy_ratio", "gauge",
+       "Fraction of wall time the engine spent in steps since the previous scrape.");
+  sample(out, p + "engine_busy_ratio", std::clamp(busy, 0.0, 1.0));
+  head(out, p + "num_streams_open", "gauge", "HTTP generation requests in flight.");
+  sample(out, p + "num_streams_open", static_cast<double>(n_open_.load()));
+
+  head(out, p + "time_to_first_token_seconds", "histogram", "Arrival to first token.");
+  ttft_.render(p + "time_to_first_token_seconds", out);
+  head(out, p + "inter_token_latency_seconds", "histogram", "Time between consecutive tokens.");
+  itl_.render(p + "inter_token_latency_seconds", out);
+  head(out, p + "e2e_request_latency_seconds", "histogram", "Arrival to last token.");
+  e2e_.render(p + "e2e_request_latency_seconds", out);
+  head(out, p + "request_queue_time_seconds", "histogram", "Arrival to first scheduled.");
+  queue_.render(p + "request_queue_time_seconds", out);
+  return out;
+}
+
+}  // namespace dss

@@ -1,0 +1,75 @@
+// OpenAiRoutes: the endpoints of `dsserve serve` over an HttpExchange.
+//   POST /v1/chat/completions, POST /v1/completions   (stream and non-stream; schemas.h)
+//   GET  /v1/models, /health, /metrics, /version
+// A generation request becomes one engine request per (prompt, choice) (n > 1 fans out; choice
+// i of a seeded request uses seed + i). Engine events are posted to the connection's strand,
+// where each choice's ChoiceStream detokenizes, applies stop strings and parses; the same
+// deltas make SSE chunks or, folded, the non-streamed body. A client that goes away cancels its
+// engine requests. Errors: OpenAI JSON with 400 (param = the field), 401 (--api-key, /v1/*
+// only), 404 (path or model), 405, 413 (transport), 429 (queue over --max-queued-requests),
+// 503 (shutting down).
+// Threading: handle() runs on io threads; in_flight() and cancel_all() on any thread.
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+
+#include "engine/engine.h"
+#include "server/api_error.h"
+#include "server/http_exchange.h"
+#include "server/metrics.h"
+#include "server/server_options.h"
+#include "text/chat_format.h"
+#include "text/tokenizer.h"
+
+namespace dss {
+
+struct RoutesConfig {
+  std::string served_model_name;
+  ChatFormat chat_format = ChatFormat::kV3;  // prompt rendering
+  std::optional<ChatFormat> tool_format;     // output tool-call parsing; nullopt = off
+  bool parse_reasoning = true;
+  std::string api_key;
+  int32_t max_queued_requests = 1024;
+};
+
+class OpenAiRoutes {
+ public:
+  // `tok` may be null (--skip-tokenizer-init). engine, tok and metrics must outlive this.
+  OpenAiRoutes(Engine& engine, const Tokenizer* tok, Metrics& metrics, RoutesConfig cfg);
+  ~OpenAiRoutes();
+
+  void handle(HttpRequest&& req, std::shared_ptr<HttpExchange> ex);
+  int64_t in_flight() const { return n_calls_.load(); }
+  void cancel_all();
+  // Requests arriving while this returns true get 503.
+  void set_draining(std::function<bool()> draining) { draining_ = std::move(draining); }
+
+  struct Call;  // one generation request (openai_routes.cc)
+
+ private:
+  void reply(HttpExchange& ex, int status, const std::string& body,
+             const char* content_type = "application/json");
+  void reply_error(HttpExchange& ex, const ApiError& e);
+  void generate(int endpoint, const HttpRequest& req, std::shared_ptr<HttpExchange> ex);
+  void on_call_done(uint64_t call_id, int32_t n_engine_requests);
+
+  Engine& engine_;
+  const Tokenizer* tok_;
+  Metrics& metrics_;
+  RoutesConfig cfg_;
+  std::function<bool()> draining_;
+  int64_t created_ = 0;
+  std::atomic<int64_t> n_calls_{0};
+  std::atomic<int64_t> n_engine_requests_{0};
+  std::atomic<uint64_t> next_call_id_{1};
+  std::mutex mu_;
+  std::map<uint64_t, std::weak_ptr<Call>> live_;  // for cancel_all
+};
+
+}  // namespace dss

@@ -1,0 +1,207 @@
+#include "server/schemas.h"
+
+#include <cmath>
+#include <limits>
+
+namespace dss {
+
+namespace {
+
+constexpr int32_t kMaxN = 16;
+
+// Number fields: absent or null keeps the default.
+template <typename T>
+Status read_number(const OrderedJson& j, const char* key, T& out) {
+  auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return Status::ok();
+  if constexpr (std::is_integral_v<T>) {
+    if (!it->is_number_integer()) return Status::error(key, ": must be an integer");
+    const int64_t v = it->get<int64_t>();
+    if (v < static_cast<int64_t>(std::numeric_limits<T>::min()) ||
+        v > static_cast<int64_t>(std::numeric_limits<T>::max()))
+      return Status::error(key, ": out of range");
+    out = static_cast<T>(v);
+  } else {
+    if (!it->is_number()) return Status::error(key, ": must be a number");
+    out = it->get<T>();
+  }
+  return Status::ok();
+}
+
+Status read_bool(const OrderedJson& j, const char* key, bool& out) {
+  auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return Status::ok();
+  if (!it->is_boolean()) return Status::error(key, ": must be true or false");
+  out = it->get<bool>();
+  return Status::ok();
+}
+
+Status read_sampling(const OrderedJson& j, Endpoint ep, CompletionRequest& r) {
+  SamplingParams& p = r.params;
+  DSS_RETURN_IF_ERROR(read_number(j, "temperature", p.temperature));
+  DSS_RETURN_IF_ERROR(read_number(j, "top_p", p.top_p));
+  DSS_RETURN_IF_ERROR(read_number(j, "top_k", p.top_k));
+  DSS_RETURN_IF_ERROR(read_number(j, "min_p", p.min_p));
+  DSS_RETURN_IF_ERROR(read_number(j, "repetition_penalty", p.repetition_penalty));
+  DSS_RETURN_IF_ERROR(read_number(j, "frequency_penalty", p.frequency_penalty));
+  DSS_RETURN_IF_ERROR(read_number(j, "presence_penalty", p.presence_penalty));
+  DSS_RETURN_IF_ERROR(read_number(j, "min_tokens", p.min_tokens));
+  DSS_RETURN_IF_ERROR(read_bool(j, "ignore_eos", p.ignore_eos));
+  DSS_RETURN_IF_ERROR(read_bool(j, "skip_special_tokens", p.skip_special_tokens));
+  DSS_RETURN_IF_ERROR(read_bool(j, "include_stop_str_in_output", p.include_stop_str_in_output));
+  for (const char* key : {"max_tokens", "max_completion_tokens"}) {
+    if (ep == Endpoint::kCompletions && key[4] == 'c') continue;
+    auto it = j.find(key);
+    if (it == j.end() || it->is_null()) continue;
+    DSS_RETURN_IF_ERROR(read_number(j, key, p.max_tokens));
+    if (p.max_tokens < 1) return Status::error(key, " must be >= 1, got ", p.max_tokens);
+    r.max_tokens_given = true;
+  }
+  if (auto it = j.find("seed"); it != j.end() && !it->is_null()) {
+    if (!it->is_number_integer()) return Status::error("seed: must be an integer");
+    p.seed =
+        it->is_number_unsigned() ? it->get<uint64_t>() : static_cast<uint64_t>(it->get<int64_t>());
+  }
+  if (auto it = j.find("stop"); it != j.end() && !it->is_null()) {
+    if (it->is_string()) {
+      p.stop = {it->get<std::string>()};
+    } else if (it->is_array()) {
+      for (const auto& s : *it) {
+        if (!s.is_string()) return Status::error("stop: must be a string or a list of strings");
+        p.stop.push_back(s.get<std::string>());
+      }
+    } else {
+      return Status::error("stop: must be a string or a list of strings");
+    }
+  }
+  if (auto it = j.find("stop_token_ids"); it != j.end() && !it->is_null()) {
+    if (!it->is_array()) return Status::error("stop_token_ids: must be a list of token ids");
+    for (const auto& t : *it) {
+      if (!t.is_number_integer())
+        return Status::error("stop_token_ids: must be a list of token ids");
+      p.stop_token_ids.push_back(t.get<TokenId>());
+    }
+  }
+  return Status::ok();
+}
+
+Status read_logprobs(const OrderedJson& j, Endpoint ep, SamplingParams& p) {
+  auto it = j.find("logprobs");
+  if (ep == Endpoint::kCompletions) {
+    if (it == j.end() || it->is_null()) return Status::ok();
+    if (!it->is_number_integer()) return Status::error("logprobs: must be an integer");
+    p.logprobs = it->get<int32_t>();
+    if (p.logprobs < 0 || p.logprobs > 20)
+      return Status::error("logprobs must be in [0, 20], got ", p.logprobs);
+    return Status::ok();
+  }
+  bool want = false;
+  DSS_RETURN_IF_ERROR(read_bool(j, "logprobs", want));
+  int32_t top = 0;
+  DSS_RETURN_IF_ERROR(read_number(j, "top_logprobs", top));
+  if (top < 0 || top > 20) return Status::error("top_logprobs must be in [0, 20], got ", top);
+  if (top > 0 && !want) return Status::error("top_logprobs: needs logprobs: true");
+  p.logprobs = want ? top : -1;
+  return Status::ok();
+}
+
+Status read_tool_choice(const OrderedJson& j, CompletionRequest& r) {
+  auto it = j.find("tool_choice");
+  const bool has_tools = !r.chat.tools.empty();
+  if (it == j.end() || it->is_null()) {
+    r.tool_choice = has_tools ? "auto" : "none";
+    return Status::ok();
+  }
+  if (it->is_string()) {
+    const std::string s = it->get<std::string>();
+    if (s != "none" && s != "auto" && s != "required")
+      return Status::error("tool_choice: must be none, auto, required or a named function");
+    if (s != "none" && !has_tools) return Status::error("tool_choice: '", s, "' needs tools");
+    r.tool_choice = s;
+    return Status::ok();
+  }
+  if (!it->is_object() || !it->contains("function") || !(*it)["function"].is_object() ||
+      !(*it)["function"].contains("name") || !(*it)["function"]["name"].is_string())
+    return Status::error(
+        "tool_choice: must be none, auto, required or {\"type\": \"function\", \"function\": "
+        "{\"name\": ...}}");
+  r.tool_choice = "named";
+  r.tool_choice_name = (*it)["function"]["name"].get<std::string>();
+  for (const auto& t : r.chat.tools)
+    if (t.contains("function") && t["function"].value("name", "") == r.tool_choice_name)
+      return Status::ok();
+  return Status::error("tool_choice.function.name: '", r.tool_choice_name,
+                       "' is not one of the tools");
+}
+
+Status read_prompt(const OrderedJson& j, CompletionRequest& r) {
+  auto it = j.find("prompt");
+  if (it == j.end() || it->is_null()) return Status::error("prompt: missing");
+  const char* kShape =
+      "prompt: must be a string, a list of strings, a list of token ids or a list of such lists";
+  if (it->is_string()) {
+    r.prompt_texts.push_back(it->get<std::string>());
+    return Status::ok();
+  }
+  if (!it->is_array() || it->empty()) return Status::error(kShape);
+  auto read_ids = [&](const OrderedJson& a) -> Status {
+    std::vector<TokenId> ids;
+    for (const auto& t : a) {
+      if (!t.is_number_integer()) return Status::error(kShape);
+      ids.push_back(t.get<TokenId>());
+    }
+    if (ids.empty()) return Status::error("prompt: must contain at least one token");
+    r.prompt_ids.push_back(std::move(ids));
+    return Status::ok();
+  };
+  const auto& first = (*it)[0];
+  if (first.is_number_integer()) return read_ids(*it);
+  for (const auto& e : *it) {
+    if (first.is_string() && e.is_string()) {
+      r.prompt_texts.push_back(e.get<std::string>());
+    } else if (first.is_array() && e.is_array()) {
+      DSS_RETURN_IF_ERROR(read_ids(e));
+    } else {
+      return Status::error(kShape);
+    }
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+Result<CompletionRequest> parse_completion_request(Endpoint endpoint, const OrderedJson& j) {
+  if (!j.is_object()) return Status::error("body: must be a JSON object");
+  CompletionRequest r;
+  r.endpoint = endpoint;
+  if (auto it = j.find("model"); it != j.end() && !it->is_null()) {
+    if (!it->is_string()) return Status::error("model: must be a string");
+    r.model = it->get<std::string>();
+  }
+  DSS_RETURN_IF_ERROR(read_bool(j, "stream", r.stream));
+  if (auto it = j.find("stream_options"); it != j.end() && !it->is_null()) {
+    if (!it->is_object()) return Status::error("stream_options: must be an object");
+    auto st = read_bool(*it, "include_usage", r.include_usage);
+    if (!st) return Status::error("stream_options.include_usage: must be true or false");
+    if (!r.stream) return Status::error("stream_options: only allowed with stream: true");
+  }
+  DSS_RETURN_IF_ERROR(read_number(j, "n", r.n));
+  if (r.n < 1 || r.n > kMaxN) return Status::error("n must be in [1, ", kMaxN, "], got ", r.n);
+  DSS_RETURN_IF_ERROR(read_bool(j, "return_token_ids", r.return_token_ids));
+  DSS_RETURN_IF_ERROR(read_sampling(j, endpoint, r));
+  DSS_RETURN_IF_ERROR(read_logprobs(j, endpoint, r.params));
+  if (endpoint == Endpoint::kChat) {
+    if (!j.contains("messages")) return Status::error("messages: missing");
+    DSS_ASSIGN_OR_RETURN(r.chat, parse_chat_request(j));
+    if (r.chat.messages.empty()) return Status::error("messages: must not be empty");
+    DSS_RETURN_IF_ERROR(read_tool_choice(j, r));
+  } else {
+    bool echo = false;
+    DSS_RETURN_IF_ERROR(read_bool(j, "echo", echo));
+    if (echo) return Status::error("echo: not supported");
+    DSS_RETURN_IF_ERROR(read_prompt(j, r));
+  }
+  return r;
+}
+
+}  // namespace dss

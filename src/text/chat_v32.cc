@@ -79,6 +79,29 @@ Result<std::string> invoke_text(const ChatToolCall& c) {
   return s;
 }
 
+// One tool message: results of the preceding assistant's calls, in order, in one
+// <function_results> block closed after the last one (§4.5 "tool").
+Status append_tool_result(const std::vector<const ChatMessage*>& msgs, size_t i, bool think_next,
+                          std::string& out) {
+  size_t prev = i;
+  while (prev > 0 && msgs[prev - 1]->role == "tool") --prev;
+  if (prev == 0 || msgs[prev - 1]->role != "assistant") {
+    return Status::error("messages: tool message without a preceding assistant tool call");
+  }
+  const ChatMessage& asst = *msgs[prev - 1];
+  size_t order = i - prev + 1;  // 1-based position among the assistant's calls
+  if (asst.tool_calls.size() < order) {
+    return Status::error("messages: more tool results than the assistant's tool calls");
+  }
+  if (order == 1) out += "\n\n<function_results>";
+  out += "\n<result>" + msgs[i]->content.value_or("") + "</result>";
+  if (order == asst.tool_calls.size()) {
+    out += "\n</function_results>";
+    out += think_next ? "\n\n<think>" : "\n\n</think>";
+  }
+  return Status::ok();
+}
+
 }  // namespace
 
 Result<std::string> render_chat_v32(const ChatRequest& req) {
@@ -123,23 +146,7 @@ Result<std::string> render_chat_v32(const ChatRequest& req) {
     } else if (m.role == "user") {
       out += tok::kUser + content + tok::kAssistant + think_switch;
     } else if (m.role == "tool") {
-      // Position of this result among the preceding assistant's calls (1-based).
-      size_t prev = i;
-      while (prev > 0 && msgs[prev - 1]->role == "tool") --prev;
-      if (prev == 0 || msgs[prev - 1]->role != "assistant") {
-        return Status::error("messages: tool message without a preceding assistant tool call");
-      }
-      const ChatMessage& asst = *msgs[prev - 1];
-      size_t order = i - prev + 1;
-      if (asst.tool_calls.size() < order) {
-        return Status::error("messages: more tool results than the assistant's tool calls");
-      }
-      if (order == 1) out += "\n\n<function_results>";
-      out += "\n<result>" + content + "</result>";
-      if (order == asst.tool_calls.size()) {
-        out += "\n</function_results>";
-        out += (idx >= last_user && thinking) ? "\n\n<think>" : "\n\n</think>";
-      }
+      DSS_RETURN_IF_ERROR(append_tool_result(msgs, i, idx >= last_user && thinking, out));
     } else if (m.role == "assistant") {
       std::string calls;
       if (!m.tool_calls.empty()) {

@@ -19,6 +19,25 @@ std::string token_text(const Json& cfg, const char* key) {
   return "";
 }
 
+Result<std::vector<AddedToken>> parse_added_tokens(const Json& tok) {
+  std::vector<AddedToken> added;
+  if (!tok.contains("added_tokens")) return added;
+  for (const Json& a : tok["added_tokens"]) {
+    if (!a.contains("id") || !a.contains("content")) {
+      return Status::error("added_tokens: entry without id/content");
+    }
+    if (a.value("lstrip", false) || a.value("rstrip", false) || a.value("single_word", false)) {
+      return Status::error("added_tokens: lstrip/rstrip/single_word are not supported (",
+                           a["content"].get<std::string>(), ")");
+    }
+    AddedToken at{a["id"].get<TokenId>(), a["content"].get<std::string>(),
+                  a.value("special", false)};
+    if (at.id < 0) return Status::error("added_tokens: negative id");
+    added.push_back(std::move(at));
+  }
+  return added;
+}
+
 }  // namespace
 
 Result<Tokenizer> Tokenizer::load_dir(const std::string& dir) {
@@ -48,23 +67,8 @@ Result<Tokenizer> Tokenizer::from_json(const Json& tok, const Json* cfg) {
   DSS_ASSIGN_OR_RETURN(t.bpe_, BpeModel::from_json(tok["model"]));
 
   int32_t n = t.bpe_.n_ids();
-  std::vector<AddedToken> added;
-  if (tok.contains("added_tokens")) {
-    for (const Json& a : tok["added_tokens"]) {
-      if (!a.contains("id") || !a.contains("content")) {
-        return Status::error("added_tokens: entry without id/content");
-      }
-      if (a.value("lstrip", false) || a.value("rstrip", false) || a.value("single_word", false)) {
-        return Status::error("added_tokens: lstrip/rstrip/single_word are not supported (",
-                             a["content"].get<std::string>(), ")");
-      }
-      AddedToken at{a["id"].get<TokenId>(), a["content"].get<std::string>(),
-                    a.value("special", false)};
-      if (at.id < 0) return Status::error("added_tokens: negative id");
-      n = std::max(n, at.id + 1);
-      added.push_back(std::move(at));
-    }
-  }
+  DSS_ASSIGN_OR_RETURN(std::vector<AddedToken> added, parse_added_tokens(tok));
+  for (const AddedToken& a : added) n = std::max(n, a.id + 1);
   t.pieces_.assign(n, std::string());
   t.has_piece_.assign(n, false);
   for (TokenId id = 0; id < t.bpe_.n_ids(); ++id) {

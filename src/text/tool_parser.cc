@@ -56,94 +56,110 @@ void ToolParser::fail(std::vector<ParseEvent>& out, const char* why) {
 }
 
 void ToolParser::step(std::vector<ParseEvent>& out, bool final) {
-  for (;;) {
+  bool more = true;
+  while (more) {
     switch (state_) {
       case State::kPassThrough:
         if (!buf_.empty()) out.push_back(ParseEvent::content(std::move(buf_)));
         buf_.clear();
-        return;
-      case State::kContent: {
-        MarkerHit hit = find_first_marker(buf_, begin_markers_);
-        if (hit.pos != std::string_view::npos) {
-          if (hit.pos > 0) out.push_back(ParseEvent::content(buf_.substr(0, hit.pos)));
-          const auto& [begin, end] = fmt_->blocks[hit.i_marker];
-          block_raw_ = begin;
-          block_end_ = end;
-          buf_.erase(0, hit.pos + begin.size());
-          n_calls_in_block_ = 0;
-          state_ = State::kBetween;
-          continue;
-        }
-        size_t n = final ? buf_.size() : safe_prefix_len(buf_, begin_markers_);
-        if (n > 0) out.push_back(ParseEvent::content(buf_.substr(0, n)));
-        buf_.erase(0, n);
-        return;
-      }
-      case State::kBetween: {
-        size_t ws = 0;
-        while (ws < buf_.size() && is_space(buf_[ws])) ++ws;
-        block_raw_.append(buf_, 0, ws);
-        buf_.erase(0, ws);
-        if (starts_with(buf_, fmt_->call_begin)) {
-          block_raw_ += fmt_->call_begin;
-          buf_.erase(0, fmt_->call_begin.size());
-          state_ = State::kInCall;
-          continue;
-        }
-        if (starts_with(buf_, block_end_)) {
-          buf_.erase(0, block_end_.size());
-          if (n_calls_in_block_ == 0) {
-            block_raw_ += block_end_;
-            fail(out, "tool call block without any call; passed through as content");
-            return;
-          }
-          block_raw_.clear();
-          state_ = State::kContent;
-          continue;
-        }
-        bool maybe = buf_.empty() || is_proper_prefix(buf_, fmt_->call_begin) ||
-                     is_proper_prefix(buf_, block_end_);
-        if (!maybe) {
-          fail(out, "unexpected text inside a tool call block; passed through as content");
-          return;
-        }
-        if (final) {
-          // Cut after complete calls (no closing marker yet): the calls stand as they are.
-          if (buf_.empty() && n_calls_in_block_ > 0) {
-            block_raw_.clear();
-            return;
-          }
-          fail(out, "tool call block truncated; passed through as content");
-        }
-        return;
-      }
-      case State::kInCall: {
-        size_t p = buf_.find(fmt_->call_end);
-        if (p == std::string::npos) {
-          if (final) fail(out, "tool call truncated; passed through as content");
-          return;
-        }
-        std::string name, args;
-        if (!fmt_->parse_call(std::string_view(buf_).substr(0, p), name, args)) {
-          fail(out, "malformed tool call; passed through as content");
-          return;
-        }
-        ParseEvent e;
-        e.kind = ParseEvent::Kind::kToolCall;
-        e.tool_index = n_calls_;
-        e.tool_id = id_prefix_ + std::to_string(n_calls_);
-        e.tool_name = std::move(name);
-        e.text = std::move(args);
-        out.push_back(std::move(e));
-        ++n_calls_;
-        ++n_calls_in_block_;
-        buf_.erase(0, p + fmt_->call_end.size());
-        block_raw_.clear();
-        state_ = State::kBetween;
-        continue;
-      }
+        more = false;
+        break;
+      case State::kContent:
+        more = step_content(out, final);
+        break;
+      case State::kBetween:
+        more = step_between(out, final);
+        break;
+      case State::kInCall:
+        more = step_in_call(out, final);
+        break;
     }
   }
+}
+
+bool ToolParser::step_content(std::vector<ParseEvent>& out, bool final) {
+  MarkerHit hit = find_first_marker(buf_, begin_markers_);
+  if (hit.pos != std::string_view::npos) {
+    if (hit.pos > 0) out.push_back(ParseEvent::content(buf_.substr(0, hit.pos)));
+    const auto& [begin, end] = fmt_->blocks[hit.i_marker];
+    block_raw_ = begin;
+    block_end_ = end;
+    buf_.erase(0, hit.pos + begin.size());
+    n_calls_in_block_ = 0;
+    state_ = State::kBetween;
+    return true;
+  }
+  size_t n = final ? buf_.size() : safe_prefix_len(buf_, begin_markers_);
+  if (n > 0) out.push_back(ParseEvent::content(buf_.substr(0, n)));
+  buf_.erase(0, n);
+  return false;
+}
+
+bool ToolParser::step_between(std::vector<ParseEvent>& out, bool final) {
+  size_t ws = 0;
+  while (ws < buf_.size() && is_space(buf_[ws])) ++ws;
+  block_raw_.append(buf_, 0, ws);
+  buf_.erase(0, ws);
+  if (starts_with(buf_, fmt_->call_begin)) {
+    block_raw_ += fmt_->call_begin;
+    buf_.erase(0, fmt_->call_begin.size());
+    state_ = State::kInCall;
+    return true;
+  }
+  if (starts_with(buf_, block_end_)) {
+    buf_.erase(0, block_end_.size());
+    if (n_calls_in_block_ == 0) {
+      block_raw_ += block_end_;
+      fail(out, "tool call block without any call; passed through as content");
+      return true;
+    }
+    block_raw_.clear();
+    state_ = State::kContent;
+    return true;
+  }
+  bool maybe = buf_.empty() || is_proper_prefix(buf_, fmt_->call_begin) ||
+               is_proper_prefix(buf_, block_end_);
+  if (!maybe) {
+    fail(out, "unexpected text inside a tool call block; passed through as content");
+    return true;
+  }
+  if (final) {
+    // Cut after complete calls (no closing marker yet): the calls stand as they are.
+    if (buf_.empty() && n_calls_in_block_ > 0) {
+      block_raw_.clear();
+      return false;
+    }
+    fail(out, "tool call block truncated; passed through as content");
+    return true;
+  }
+  return false;
+}
+
+bool ToolParser::step_in_call(std::vector<ParseEvent>& out, bool final) {
+  size_t p = buf_.find(fmt_->call_end);
+  if (p == std::string::npos) {
+    if (!final) return false;
+    fail(out, "tool call truncated; passed through as content");
+    return true;
+  }
+  std::string name, args;
+  if (!fmt_->parse_call(std::string_view(buf_).substr(0, p), name, args)) {
+    fail(out, "malformed tool call; passed through as content");
+    return true;
+  }
+  ParseEvent e;
+  e.kind = ParseEvent::Kind::kToolCall;
+  e.tool_index = n_calls_;
+  e.tool_id = id_prefix_ + std::to_string(n_calls_);
+  e.tool_name = std::move(name);
+  e.text = std::move(args);
+  out.push_back(std::move(e));
+  ++n_calls_;
+  ++n_calls_in_block_;
+  buf_.erase(0, p + fmt_->call_end.size());
+  block_raw_.clear();
+  state_ = State::kBetween;
+  return true;
 }
 
 }  // namespace dss

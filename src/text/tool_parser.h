@@ -55,6 +55,10 @@ class ToolParser {
  private:
   enum class State { kContent, kBetween, kInCall, kPassThrough };
   void step(std::vector<ParseEvent>& out, bool final);
+  // One state's work; true when the state machine should run again.
+  bool step_content(std::vector<ParseEvent>& out, bool final);
+  bool step_between(std::vector<ParseEvent>& out, bool final);
+  bool step_in_call(std::vector<ParseEvent>& out, bool final);
   void fail(std::vector<ParseEvent>& out, const char* why);
 
   const ToolFormat* fmt_;

@@ -189,6 +189,14 @@ Result<ModelConfig> ModelConfig::from_hf_json(const Json& j, const std::string& 
     DSS_RETURN_IF_ERROR(r.req_int("index_n_heads", c.index_n_heads));
     DSS_RETURN_IF_ERROR(r.req_int("index_head_dim", c.index_head_dim));
     DSS_RETURN_IF_ERROR(r.req_int("index_topk", c.index_topk));
+    if ((c.index_head_dim & (c.index_head_dim - 1)) != 0 || c.index_head_dim < c.d_rope) {
+      return Status::error(what, ": index_head_dim = ", c.index_head_dim,
+                           " must be a power of two >= qk_rope_head_dim");
+    }
+    if (c.kv_lora_rank % 128 != 0) {
+      return Status::error(what, ": kv_lora_rank = ", c.kv_lora_rank,
+                           " must be a multiple of 128 for DeepseekV32 (FP8 latent blocks)");
+    }
   }
 
   // Cross-key validation.

@@ -5,7 +5,8 @@
 // caller's business (page tables in ForwardBatch). No policy here. Not thread-safe: the engine
 // thread writes it through Model::forward.
 //
-// Layout: one buffer per layer, [n_pages * page_size, d_latent + d_rope] f32, row-major.
+// Layout: one buffer per layer, [n_pages * page_size, d_row] f32, row-major, where a row is
+// [d_latent latent | d_rope rope key | (V3.2) d_index indexer key (e4m3 values) | 1 key scale].
 #pragma once
 
 #include <cstddef>
@@ -16,10 +17,13 @@ namespace dss {
 
 struct KvLayout {
   int32_t n_layers = 0;
-  int32_t d_latent = 0;   // kv_lora_rank
-  int32_t d_rope = 0;     // qk_rope_head_dim
-  int32_t page_size = 64; // tokens per page
-  int32_t d_row() const { return d_latent + d_rope; }
+  int32_t d_latent = 0;    // kv_lora_rank
+  int32_t d_rope = 0;      // qk_rope_head_dim
+  int32_t page_size = 64;  // tokens per page
+  int32_t d_index = 0;     // V3.2 indexer key width (0: none); the row then also holds d_index
+                           // e4m3 values (as f32) and their one power-of-two scale
+  int32_t d_index_offset() const { return d_latent + d_rope; }
+  int32_t d_row() const { return d_latent + d_rope + (d_index > 0 ? d_index + 1 : 0); }
 };
 
 class KvCache {
@@ -30,7 +34,9 @@ class KvCache {
   int32_t n_pages() const { return n_pages_; }
   int32_t n_slots() const { return n_pages_ * layout_.page_size; }
   // Row of one slot: [d_latent] latent, then [d_rope] rope key.
-  float* row(int32_t i_layer, int32_t slot) { return data_[static_cast<size_t>(i_layer)].data() + static_cast<size_t>(slot) * layout_.d_row(); }
+  float* row(int32_t i_layer, int32_t slot) {
+    return data_[static_cast<size_t>(i_layer)].data() + static_cast<size_t>(slot) * layout_.d_row();
+  }
   const float* row(int32_t i_layer, int32_t slot) const {
     return data_[static_cast<size_t>(i_layer)].data() + static_cast<size_t>(slot) * layout_.d_row();
   }

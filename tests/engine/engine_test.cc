@@ -138,6 +138,25 @@ TEST(Engine, PrefixCacheHitComputesOnlyNewTokens) {
   expect_pages_accounted(**e);
 }
 
+// V3.2: the indexer key cache lives in the same pages, so a prefix hit reuses it too.
+TEST(Engine, PrefixCacheHitOnV32GivesColdOutput) {
+  EngineOptions o = opts(16);
+  o.model_dir = std::string(DSS_TEST_DATA) + "/golden/tiny-v32";
+  auto e = Engine::create(o);
+  ASSERT_TRUE(e.is_ok()) << e.message();
+  Rng rng(5);
+  std::vector<TokenId> prompt(90);
+  for (auto& t : prompt) t = static_cast<TokenId>(rng.next_u64() % 2048);
+  EventCollector col;
+  auto cold = (*e)->submit(greedy(prompt, 8), col.sink());
+  col.wait_done(1);
+  auto warm = (*e)->submit(greedy(prompt, 8), col.sink());
+  col.wait_done(2);
+  EXPECT_GT(col.get(*warm).last.n_cached_prompt, 0);
+  EXPECT_EQ(col.get(*warm).tokens, col.get(*cold).tokens);
+  expect_pages_accounted(**e);
+}
+
 TEST(Engine, CancelMidPrefillAndMidDecode) {
   EngineOptions o = opts(16);
   o.chunked_prefill_size = 8;  // a 300-token prompt takes ~38 steps

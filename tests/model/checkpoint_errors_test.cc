@@ -24,8 +24,9 @@ const char* kQb = "model.layers.1.self_attn.q_b_proj.weight";
 class BadCheckpoint : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("dss_badck_" + std::to_string(::getpid()) + "_" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    dir_ = fs::temp_directory_path() /
+           ("dss_badck_" + std::to_string(::getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::remove_all(dir_);
     auto cfg = preset_config("tiny");
     ASSERT_TRUE(cfg.is_ok());
@@ -43,7 +44,8 @@ class BadCheckpoint : public ::testing::Test {
   std::string shard() const { return (dir_ / kShard).string(); }
 
   // Rewrites the shard through `edit`, which may drop or change entries.
-  void rewrite(const std::function<void(std::vector<SafetensorsEntry>&, std::vector<std::vector<uint8_t>>&)>& edit) {
+  void rewrite(const std::function<void(std::vector<SafetensorsEntry>&,
+                                        std::vector<std::vector<uint8_t>>&)>& edit) {
     auto st = SafetensorsFile::open(shard());
     ASSERT_TRUE(st.is_ok());
     std::vector<std::vector<uint8_t>> bytes;
@@ -83,7 +85,9 @@ class BadCheckpoint : public ::testing::Test {
 };
 
 TEST_F(BadCheckpoint, MissingTensor) {
-  rewrite([](auto& e, auto&) { std::erase_if(e, [](const SafetensorsEntry& x) { return x.name == kQb; }); });
+  rewrite([](auto& e, auto&) {
+    std::erase_if(e, [](const SafetensorsEntry& x) { return x.name == kQb; });
+  });
   drop_from_index(kQb);
   const std::string err = load_error();
   EXPECT_NE(err.find(kQb), std::string::npos) << err;
@@ -91,7 +95,9 @@ TEST_F(BadCheckpoint, MissingTensor) {
 }
 
 TEST_F(BadCheckpoint, IndexNamesTensorAbsentFromFile) {
-  rewrite([](auto& e, auto&) { std::erase_if(e, [](const SafetensorsEntry& x) { return x.name == kQb; }); });
+  rewrite([](auto& e, auto&) {
+    std::erase_if(e, [](const SafetensorsEntry& x) { return x.name == kQb; });
+  });
   const std::string err = load_error();
   EXPECT_NE(err.find(kQb), std::string::npos) << err;
   EXPECT_NE(err.find(kShard), std::string::npos) << err;
@@ -122,7 +128,9 @@ TEST_F(BadCheckpoint, WrongDtype) {
 
 TEST_F(BadCheckpoint, MissingScale) {
   const std::string scale = std::string(kQb) + "_scale_inv";
-  rewrite([&](auto& e, auto&) { std::erase_if(e, [&](const SafetensorsEntry& x) { return x.name == scale; }); });
+  rewrite([&](auto& e, auto&) {
+    std::erase_if(e, [&](const SafetensorsEntry& x) { return x.name == scale; });
+  });
   drop_from_index(scale);
   const std::string err = load_error();
   EXPECT_NE(err.find(scale), std::string::npos) << err;
@@ -205,7 +213,8 @@ TEST(RandomCheckpoint, SameSeedSameBytesAndItRuns) {
   (*cfg)["vocab_size"] = 300;
   std::vector<std::string> dirs;
   for (int i = 0; i < 2; ++i) {
-    const auto d = fs::temp_directory_path() / ("dss_rand_" + std::to_string(::getpid()) + "_" + std::to_string(i));
+    const auto d = fs::temp_directory_path() /
+                   ("dss_rand_" + std::to_string(::getpid()) + "_" + std::to_string(i));
     fs::remove_all(d);
     RandomCheckpointOptions o;
     o.out_dir = d.string();

@@ -85,7 +85,9 @@ TEST_P(GoldenTest, MatchesReference) {
     runner.prefill(g.prompt, true, [&](int32_t first, int32_t rows, const float* lg) {
       for (int32_t r = 0; r < rows; ++r) {
         am.push_back(argmax(lg + static_cast<size_t>(r) * V, V));
-        if (first + r == n - 1) std::copy(lg + static_cast<size_t>(r) * V, lg + static_cast<size_t>(r + 1) * V, last.begin());
+        if (first + r == n - 1)
+          std::copy(lg + static_cast<size_t>(r) * V, lg + static_cast<size_t>(r + 1) * V,
+                    last.begin());
       }
     });
     EXPECT_EQ(am, g.prompt_argmax) << "prompt argmax differs";
@@ -95,7 +97,8 @@ TEST_P(GoldenTest, MatchesReference) {
     std::vector<int32_t> greedy = {am.back()};
     for (size_t s = 1; s < g.greedy.size(); ++s) {
       const float* lg = runner.decode(greedy.back());
-      EXPECT_LE(max_abs_diff(lg, g.greedy_logits[s]), 2.0f * g.sens_greedy[s]) << "decode step " << s;
+      EXPECT_LE(max_abs_diff(lg, g.greedy_logits[s]), 2.0f * g.sens_greedy[s])
+          << "decode step " << s;
       greedy.push_back(argmax(lg, V));
     }
     EXPECT_EQ(greedy, g.greedy);

@@ -8,6 +8,7 @@
 #include "base/check.h"
 #include "kernels/cpu/matmul.h"
 #include "kernels/cpu/vec_ops.h"
+#include "model/deepseek/fp8_sim.h"
 #include "model/runtime/model.h"
 
 namespace dss {
@@ -41,12 +42,22 @@ void Model::mla(int32_t i_layer, const ForwardBatch& b, KvCache& kv, Workspace& 
     const float* kva = ws.kv_a.data() + static_cast<size_t>(t) * (R + c.d_rope);
     float* row = kv.row(i_layer, b.kv_write_slots[static_cast<size_t>(t)]);
     cpu::rmsnorm(kva, w.kv_a_norm, R, c.rms_eps, row);
+    if (w.has_indexer) {  // V3.2 simulates an FP8 latent cache: e4m3 per 128 values, then back
+      for (int32_t j = 0; j < R; j += 128) {
+        const float s = act_quant_ue8m0(row + j, 128, row + j);
+        for (int32_t k = j; k < j + 128; ++k) row[k] *= s;
+      }
+    }
     std::copy(kva + R, kva + R + c.d_rope, row + R);
     rope_rotate_interleaved(row + R, n_pairs, ws.rope_cos.data(), ws.rope_sin.data());
     for (int32_t h = 0; h < H; ++h) {
       float* q_pe = ws.q.data() + (static_cast<size_t>(t) * H + h) * d_qk + c.d_nope;
       rope_rotate_interleaved(q_pe, n_pairs, ws.rope_cos.data(), ws.rope_sin.data());
     }
+  }
+  if (w.has_indexer) {
+    indexer_keys(i_layer, b, kv, ws);
+    indexer_select(i_layer, b, kv, ws);
   }
   for (int32_t s = 0; s < b.n_seqs(); ++s) {
     const int32_t n_new =
@@ -88,16 +99,22 @@ void Model::mla_naive(int32_t i_layer, const ForwardBatch& b, int32_t i_seq, con
       for (auto h = static_cast<int32_t>(h0); h < h1; ++h) {
         const float* q = ws.q.data() + (static_cast<size_t>(t) * H + h) * d_qk;
         float* sc = ws.scores.data() + static_cast<size_t>(i_thread) * S;
-        for (int32_t p = 0; p <= pos; ++p) {
+        const int32_t n_sel = ws.n_sel[static_cast<size_t>(t)];
+        const int32_t* ps =
+            n_sel < 0 ? ws.iota.data() : ws.sel.data() + static_cast<size_t>(t) * c.index_topk;
+        const int32_t n_ps = n_sel < 0 ? pos + 1 : n_sel;
+        for (int32_t i = 0; i < n_ps; ++i) {
+          const int32_t p = ps[i];
           const float* k_nope = ws.kv_exp.data() + (static_cast<size_t>(p) * H + h) * d_kv;
           const float* k_pe = kv.row(i_layer, slot_of(b, i_seq, p, page)) + R;
-          sc[p] = scale * (cpu::dot(q, k_nope, c.d_nope) + cpu::dot(q + c.d_nope, k_pe, c.d_rope));
+          sc[i] = scale * (cpu::dot(q, k_nope, c.d_nope) + cpu::dot(q + c.d_nope, k_pe, c.d_rope));
         }
-        cpu::softmax(sc, pos + 1);
+        cpu::softmax(sc, n_ps);
         float* o = ws.attn.data() + (static_cast<size_t>(t) * H + h) * c.d_v;
         std::fill(o, o + c.d_v, 0.0f);
-        for (int32_t p = 0; p <= pos; ++p) {
-          cpu::axpy(sc[p], ws.kv_exp.data() + (static_cast<size_t>(p) * H + h) * d_kv + c.d_nope, o,
+        for (int32_t i = 0; i < n_ps; ++i) {
+          cpu::axpy(sc[i],
+                    ws.kv_exp.data() + (static_cast<size_t>(ps[i]) * H + h) * d_kv + c.d_nope, o,
                     c.d_v);
         }
       }
@@ -131,14 +148,18 @@ void Model::mla_absorbed(int32_t i_layer, const ForwardBatch& b, int32_t i_seq, 
         for (int32_t j = 0; j < c.d_nope; ++j)
           cpu::axpy(q[j], w_head + static_cast<size_t>(j) * R, q_abs, R);
         float* sc = ws.scores.data() + static_cast<size_t>(i_thread) * S;
-        for (int32_t p = 0; p <= pos; ++p) {
-          const float* row = kv.row(i_layer, slot_of(b, i_seq, p, page));
-          sc[p] = scale * (cpu::dot(q_abs, row, R) + cpu::dot(q + c.d_nope, row + R, c.d_rope));
+        const int32_t n_sel = ws.n_sel[static_cast<size_t>(t)];
+        const int32_t* ps =
+            n_sel < 0 ? ws.iota.data() : ws.sel.data() + static_cast<size_t>(t) * c.index_topk;
+        const int32_t n_ps = n_sel < 0 ? pos + 1 : n_sel;
+        for (int32_t i = 0; i < n_ps; ++i) {
+          const float* row = kv.row(i_layer, slot_of(b, i_seq, ps[i], page));
+          sc[i] = scale * (cpu::dot(q_abs, row, R) + cpu::dot(q + c.d_nope, row + R, c.d_rope));
         }
-        cpu::softmax(sc, pos + 1);
+        cpu::softmax(sc, n_ps);
         std::fill(o_lat, o_lat + R, 0.0f);
-        for (int32_t p = 0; p <= pos; ++p)
-          cpu::axpy(sc[p], kv.row(i_layer, slot_of(b, i_seq, p, page)), o_lat, R);
+        for (int32_t i = 0; i < n_ps; ++i)
+          cpu::axpy(sc[i], kv.row(i_layer, slot_of(b, i_seq, ps[i], page)), o_lat, R);
         // o_h = W_UV_h o_lat  (d_v)
         float* o = ws.attn.data() + (static_cast<size_t>(t) * H + h) * c.d_v;
         for (int32_t j = 0; j < c.d_v; ++j)

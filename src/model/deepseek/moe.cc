@@ -9,7 +9,7 @@
 
 namespace dss {
 
-void Model::moe(const MoeWeights& m, int32_t T, Workspace& ws) const {
+void Model::moe(int32_t i_layer, const MoeWeights& m, int32_t T, Workspace& ws) const {
   const ModelConfig& c = cfg_;
   const int32_t E = c.n_experts, K = c.n_experts_per_tok;
   const int64_t d = c.d_model;
@@ -18,6 +18,13 @@ void Model::moe(const MoeWeights& m, int32_t T, Workspace& ws) const {
     route_token(c, ws.router.data() + static_cast<size_t>(t) * E, m.router_bias.data(),
                 ws.route_scratch.data(), ws.sel_experts.data() + static_cast<size_t>(t) * K,
                 ws.sel_weights.data() + static_cast<size_t>(t) * K);
+  }
+  if (ws.trace != nullptr) {
+    for (int32_t t = 0; t < T; ++t) {
+      std::vector<int32_t> e(ws.sel_experts.begin() + t * K, ws.sel_experts.begin() + (t + 1) * K);
+      std::sort(e.begin(), e.end());
+      ws.trace->experts[static_cast<size_t>(i_layer)].push_back(std::move(e));
+    }
   }
   // Bucket (token, weight) pairs by expert (counting sort keeps token order inside a bucket).
   std::fill(ws.expert_offsets.begin(), ws.expert_offsets.end(), 0);

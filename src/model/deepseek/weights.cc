@@ -127,6 +127,24 @@ Result<ModelWeights> load_weights(const Checkpoint& ck, const ModelConfig& c) {
         a.kv_b, ld.matrix(sa + ".kv_b_proj.weight", H * (c.d_nope + c.d_v), c.kv_lora_rank));
     DSS_ASSIGN_OR_RETURN(a.o, ld.matrix(sa + ".o_proj.weight", c.d_model, H * c.d_v));
     dequantise_kv_b(a);
+    if (c.arch == ModelArch::kDeepseekV32) {
+      const std::string ix = sa + ".indexer";
+      IndexerWeights& iw = a.indexer;
+      a.has_indexer = true;
+      DSS_ASSIGN_OR_RETURN(
+          iw.wq_b,
+          ld.matrix(ix + ".wq_b.weight", static_cast<int64_t>(c.index_n_heads) * c.index_head_dim,
+                    c.q_lora_rank));
+      DSS_ASSIGN_OR_RETURN(iw.wk, ld.matrix(ix + ".wk.weight", c.index_head_dim, c.d_model));
+      DSS_ASSIGN_OR_RETURN(iw.weights_proj,
+                           ld.matrix(ix + ".weights_proj.weight", c.index_n_heads, c.d_model));
+      DSS_ASSIGN_OR_RETURN(Vector kw, ld.vector(ix + ".k_norm.weight", c.index_head_dim));
+      DSS_ASSIGN_OR_RETURN(Vector kb, ld.vector(ix + ".k_norm.bias", c.index_head_dim));
+      for (int64_t j = 0; j < c.index_head_dim; ++j) {
+        iw.k_norm_w.push_back(kw.at(j));
+        iw.k_norm_b.push_back(kb.at(j));
+      }
+    }
     L.is_moe = c.is_moe_layer(i);
     if (!L.is_moe) {
       DSS_ASSIGN_OR_RETURN(L.dense, ld.ffn(p + ".mlp", c.d_model, c.d_ff));

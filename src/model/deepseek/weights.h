@@ -19,6 +19,15 @@ struct FfnWeights {  // SwiGLU: down(silu(gate x) * up x)
   Matrix down;       // [d_model, d_ff]
 };
 
+// DeepSeek-V3.2 lightning indexer of one layer (docs/deepseek-reference.md 2.9).
+struct IndexerWeights {
+  Matrix wq_b;  // [index_n_heads * index_head_dim, q_lora_rank]; per head [rope | rest]
+  Matrix wk;    // [index_head_dim, d_model]
+  std::vector<float> k_norm_w;  // [index_head_dim] LayerNorm weight (f32)
+  std::vector<float> k_norm_b;  // [index_head_dim] LayerNorm bias (f32)
+  Matrix weights_proj;          // [index_n_heads, d_model] (bf16 in checkpoints; f32 compute)
+};
+
 struct MlaWeights {
   Matrix q_a;        // [q_lora_rank, d_model]
   Vector q_a_norm;   // [q_lora_rank]
@@ -29,6 +38,8 @@ struct MlaWeights {
   Matrix o;          // [d_model, n_heads * d_v]
   // kv_b dequantised once to f32 for the absorbed path: [n_heads, d_nope + d_v, kv_lora_rank].
   std::vector<float> kv_b_f32;
+  bool has_indexer = false;  // V3.2
+  IndexerWeights indexer;
 };
 
 struct MoeWeights {

@@ -11,11 +11,6 @@ namespace dss {
 
 Result<std::unique_ptr<Model>> Model::load(const LoadOptions& opts) {
   DSS_ASSIGN_OR_RETURN(ModelConfig cfg, ModelConfig::load(opts.dir));
-  if (cfg.arch == ModelArch::kDeepseekV32) {
-    return Status::error(
-        opts.dir,
-        "/config.json: DeepseekV32ForCausalLM (sparse attention indexer) is not supported yet");
-  }
   DSS_ASSIGN_OR_RETURN(Checkpoint ck, Checkpoint::open(opts.dir));
   std::unique_ptr<Model> m(new Model(std::move(cfg), std::move(ck)));
   DSS_ASSIGN_OR_RETURN(m->w_, load_weights(m->ck_, m->cfg_));
@@ -27,7 +22,8 @@ Result<std::unique_ptr<Model>> Model::load(const LoadOptions& opts) {
 }
 
 KvLayout Model::kv_layout(int32_t page_size) const {
-  return KvLayout{cfg_.n_layers, cfg_.kv_lora_rank, cfg_.d_rope, page_size};
+  return KvLayout{cfg_.n_layers, cfg_.kv_lora_rank, cfg_.d_rope, page_size,
+                  cfg_.arch == ModelArch::kDeepseekV32 ? cfg_.index_head_dim : 0};
 }
 
 void Model::forward(const ForwardBatch& b, KvCache& kv, Workspace& ws, float* logits,
@@ -47,6 +43,10 @@ void Model::forward(const ForwardBatch& b, KvCache& kv, Workspace& ws, float* lo
     float* h = ws.h.data() + t * d;
     for (int64_t j = 0; j < d; ++j) h[j] = w_.embed.at(id, j);
   }
+  if (ws.trace != nullptr) {
+    ws.trace->experts.assign(static_cast<size_t>(c.n_layers), {});
+    ws.trace->index_sel.assign(static_cast<size_t>(c.n_layers), {});
+  }
   for (int32_t i = 0; i < c.n_layers; ++i) {
     const LayerWeights& L = w_.layers[static_cast<size_t>(i)];
     for (int32_t t = 0; t < T; ++t)
@@ -56,7 +56,7 @@ void Model::forward(const ForwardBatch& b, KvCache& kv, Workspace& ws, float* lo
     for (int32_t t = 0; t < T; ++t)
       cpu::rmsnorm(ws.h.data() + t * d, L.ffn_norm, d, c.rms_eps, ws.xn.data() + t * d);
     if (L.is_moe) {
-      moe(L.moe, T, ws);  // xn -> tmp
+      moe(i, L.moe, T, ws);  // xn -> tmp
     } else {
       ffn(L.dense, T, c.d_ff, ws.xn.data(), ws.tmp.data(), ws);
     }

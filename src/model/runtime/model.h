@@ -57,7 +57,11 @@ class Model {
   void mm(const Matrix& w, const float* x, int64_t n_tok, float* y) const;
   void ffn(const FfnWeights& f, int32_t n_tok, int32_t d_ff, const float* x, float* out,
            Workspace& ws) const;
-  void moe(const MoeWeights& m, int32_t n_tok, Workspace& ws) const;
+  void moe(int32_t i_layer, const MoeWeights& m, int32_t n_tok, Workspace& ws) const;
+  // V3.2 indexer: keys (cache) and query scores for the step's tokens, then per-token selections.
+  void indexer_keys(int32_t i_layer, const ForwardBatch& b, KvCache& kv, Workspace& ws) const;
+  void indexer_select(int32_t i_layer, const ForwardBatch& b, const KvCache& kv,
+                      Workspace& ws) const;
 
   ModelConfig cfg_;
   Checkpoint ck_;

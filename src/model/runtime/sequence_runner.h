@@ -28,6 +28,8 @@ class SequenceRunner {
   int32_t length() const { return length_; }
   int32_t max_len() const { return max_len_; }
   void reset() { length_ = 0; }
+  // Tests: record routing / index decisions of the following forward passes (nullptr: off).
+  void set_trace(ForwardTrace* trace) { ws_.trace = trace; }
 
  private:
   const float* step(std::span<const TokenId> tokens, bool all_logits, AttnPath path);

@@ -39,6 +39,17 @@ Workspace::Workspace(const ModelConfig& c, const WorkspaceLimits& lim) : limits(
   xe.resize(T * d);
   ye.resize(T * d);
   logit_in.resize(static_cast<size_t>(lim.max_logit_rows) * d);
+  if (c.index_n_heads > 0) {
+    idx_q.resize(T * static_cast<size_t>(c.index_n_heads * c.index_head_dim));
+    idx_k.resize(T * static_cast<size_t>(c.index_head_dim));
+    idx_w.resize(T * static_cast<size_t>(c.index_n_heads));
+    idx_scores.resize(nt * S);
+    idx_order.resize(nt * S);
+    sel.resize(T * static_cast<size_t>(c.index_topk));
+  }
+  n_sel.assign(T, -1);
+  iota.resize(S);
+  for (size_t i = 0; i < S; ++i) iota[i] = static_cast<int32_t>(i);
 }
 
 }  // namespace dss

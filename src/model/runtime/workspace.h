@@ -16,6 +16,13 @@ struct WorkspaceLimits {
   int32_t n_threads = 1;       // compute threads (per-thread attention scratch)
 };
 
+// Discrete decisions of one forward pass, recorded only when Workspace::trace is set (tests
+// compare them with the golden `decisions`). Indexed [layer][token of the step].
+struct ForwardTrace {
+  std::vector<std::vector<std::vector<int32_t>>> experts;    // sorted expert ids (MoE layers)
+  std::vector<std::vector<std::vector<int32_t>>> index_sel;  // sorted selected positions (V3.2)
+};
+
 struct Workspace {
   Workspace(const ModelConfig& cfg, const WorkspaceLimits& limits);
 
@@ -44,6 +51,16 @@ struct Workspace {
   std::vector<float> expert_weights;    // [max_tokens * n_experts_per_tok]
   std::vector<float> xe, ye;            // [max_tokens, d_model]
   std::vector<float> logit_in;          // [max_logit_rows, d_model]
+  // V3.2 indexer scratch.
+  std::vector<float> idx_q;        // [max_tokens, index_n_heads * index_head_dim]
+  std::vector<float> idx_k;        // [max_tokens, index_head_dim]
+  std::vector<float> idx_w;        // [max_tokens, index_n_heads] head coefficients
+  std::vector<float> idx_scores;   // [n_threads, max_kv_len]
+  std::vector<int32_t> idx_order;  // [n_threads, max_kv_len]
+  std::vector<int32_t> sel;        // [max_tokens, index_topk] selected positions (sorted)
+  std::vector<int32_t> n_sel;      // [max_tokens]; -1: every position <= the token's own
+  std::vector<int32_t> iota;       // [max_kv_len] = 0, 1, 2, ...
+  ForwardTrace* trace = nullptr;   // tests only: record routing and index decisions
 };
 
 }  // namespace dss

@@ -76,7 +76,8 @@ int run_logits(const LogitsArgs& a) {
   const int32_t n = static_cast<int32_t>(ids->size());
   const int32_t max_len = n + std::max(a.decode, 0);
   if (max_len > c.max_position_embeddings) {
-    std::fprintf(stderr, "dsserve logits: %d tokens exceed max_position_embeddings %d\n", max_len, c.max_position_embeddings);
+    std::fprintf(stderr, "dsserve logits: %d tokens exceed max_position_embeddings %d\n", max_len,
+                 c.max_position_embeddings);
     return 2;
   }
   SequenceRunner runner(**model, max_len, 64, a.chunk);
@@ -84,15 +85,18 @@ int run_logits(const LogitsArgs& a) {
   std::vector<float> am_logit(static_cast<size_t>(n));
   std::vector<float> last(static_cast<size_t>(c.n_vocab));
   const double t1 = now_seconds();
-  runner.prefill(*ids, /*all_logits=*/true, [&](int32_t first, int32_t rows, const float* lg) {
-    for (int32_t r = 0; r < rows; ++r) {
-      const float* row = lg + static_cast<size_t>(r) * c.n_vocab;
-      const int32_t best = argmax(row, c.n_vocab);
-      am[static_cast<size_t>(first + r)] = best;
-      am_logit[static_cast<size_t>(first + r)] = row[best];
-      if (first + r == n - 1) std::copy(row, row + c.n_vocab, last.begin());
-    }
-  }, path);
+  runner.prefill(
+      *ids, /*all_logits=*/true,
+      [&](int32_t first, int32_t rows, const float* lg) {
+        for (int32_t r = 0; r < rows; ++r) {
+          const float* row = lg + static_cast<size_t>(r) * c.n_vocab;
+          const int32_t best = argmax(row, c.n_vocab);
+          am[static_cast<size_t>(first + r)] = best;
+          am_logit[static_cast<size_t>(first + r)] = row[best];
+          if (first + r == n - 1) std::copy(row, row + c.n_vocab, last.begin());
+        }
+      },
+      path);
   const double t_prefill = now_seconds() - t1;
   std::vector<int32_t> greedy;
   if (a.decode > 0) {
@@ -115,11 +119,14 @@ int run_logits(const LogitsArgs& a) {
 
 void add_logits(CLI::App& app) {
   auto* a = new LogitsArgs();
-  auto* cmd = app.add_subcommand("logits", "Run a prompt of token ids through the model and print logits as JSON");
+  auto* cmd = app.add_subcommand(
+      "logits", "Run a prompt of token ids through the model and print logits as JSON");
   cmd->add_option("--model", a->model, "Checkpoint directory")->required();
   cmd->add_option("--ids", a->ids, "Comma-separated prompt token ids, e.g. 0,15,27")->required();
-  cmd->add_option("--decode", a->decode, "Greedy tokens to produce (first from the prefill, then decode steps)");
-  cmd->add_option("--attn", a->attn, "MLA form: auto (naive prefill, absorbed decode) | naive | absorbed")
+  cmd->add_option("--decode", a->decode,
+                  "Greedy tokens to produce (first from the prefill, then decode steps)");
+  cmd->add_option("--attn", a->attn,
+                  "MLA form: auto (naive prefill, absorbed decode) | naive | absorbed")
       ->check(CLI::IsMember({"auto", "naive", "absorbed"}));
   cmd->add_option("--chunk", a->chunk, "Prefill chunk size in tokens")->check(CLI::PositiveNumber);
   cmd->callback([a] { exit_code = run_logits(*a); });
@@ -162,11 +169,17 @@ int run_inspect(const std::string& dir, bool json) {
   j["hidden_size"] = c.d_model;
   j["heads"] = c.n_heads;
   j["vocab_size"] = c.n_vocab;
-  j["experts"] = {{"routed", c.n_experts}, {"shared", c.n_shared_experts}, {"per_token", c.n_experts_per_tok},
-                  {"groups", c.n_expert_groups}, {"groups_per_token", c.n_groups_per_tok}};
-  j["mla"] = {{"q_lora_rank", c.q_lora_rank}, {"kv_lora_rank", c.kv_lora_rank}, {"qk_nope_head_dim", c.d_nope},
-              {"qk_rope_head_dim", c.d_rope}, {"v_head_dim", c.d_v}, {"softmax_scale", c.softmax_scale()}};
-  j["quantization"] = c.quant.fp8 ? (c.quant.ue8m0 ? "fp8 e4m3 128x128 blocks, ue8m0 scales" : "fp8 e4m3 128x128 blocks") : "none";
+  j["experts"] = {{"routed", c.n_experts},
+                  {"shared", c.n_shared_experts},
+                  {"per_token", c.n_experts_per_tok},
+                  {"groups", c.n_expert_groups},
+                  {"groups_per_token", c.n_groups_per_tok}};
+  j["mla"] = {{"q_lora_rank", c.q_lora_rank}, {"kv_lora_rank", c.kv_lora_rank},
+              {"qk_nope_head_dim", c.d_nope}, {"qk_rope_head_dim", c.d_rope},
+              {"v_head_dim", c.d_v},          {"softmax_scale", c.softmax_scale()}};
+  j["quantization"] = c.quant.fp8 ? (c.quant.ue8m0 ? "fp8 e4m3 128x128 blocks, ue8m0 scales"
+                                                   : "fp8 e4m3 128x128 blocks")
+                                  : "none";
   int64_t total_params = 0;
   size_t total_bytes = 0;
   for (const auto& [dt, pb] : by_dtype) {
@@ -176,34 +189,42 @@ int run_inspect(const std::string& dir, bool json) {
   }
   j["total_bytes"] = total_bytes;
   j["files"] = ck.files().size();
-  j["kv_cache_bytes_per_token"] = {{"bf16", kv_bf16}, {"f32", kv_f32}, {"values_per_layer", c.d_kv_cache()}};
+  j["kv_cache_bytes_per_token"] = {
+      {"bf16", kv_bf16}, {"f32", kv_f32}, {"values_per_layer", c.d_kv_cache()}};
   j["max_position_embeddings"] = c.max_position_embeddings;
   if (json) {
     std::cout << j.dump(2) << "\n";
     return 0;
   }
   std::printf("architecture      %s\n", model_arch_name(c.arch).c_str());
-  std::printf("layers            %d (%d dense, %d MoE)\n", c.n_layers, c.n_dense_layers, c.n_layers - c.n_dense_layers);
+  std::printf("layers            %d (%d dense, %d MoE)\n", c.n_layers, c.n_dense_layers,
+              c.n_layers - c.n_dense_layers);
   std::printf("hidden / heads    %d / %d\n", c.d_model, c.n_heads);
   std::printf("vocab             %d\n", c.n_vocab);
-  std::printf("MLA               q_lora %d, kv_lora %d, nope %d, rope %d, v %d, softmax scale %.6f\n", c.q_lora_rank,
-              c.kv_lora_rank, c.d_nope, c.d_rope, c.d_v, c.softmax_scale());
-  std::printf("MoE               %d routed + %d shared, %d per token, %d groups (top %d)\n", c.n_experts,
-              c.n_shared_experts, c.n_experts_per_tok, c.n_expert_groups, c.n_groups_per_tok);
+  std::printf(
+      "MLA               q_lora %d, kv_lora %d, nope %d, rope %d, v %d, softmax scale %.6f\n",
+      c.q_lora_rank, c.kv_lora_rank, c.d_nope, c.d_rope, c.d_v, c.softmax_scale());
+  std::printf("MoE               %d routed + %d shared, %d per token, %d groups (top %d)\n",
+              c.n_experts, c.n_shared_experts, c.n_experts_per_tok, c.n_expert_groups,
+              c.n_groups_per_tok);
   std::printf("quantization      %s\n", j["quantization"].get<std::string>().c_str());
   for (const auto& [dt, pb] : by_dtype) {
-    std::printf("tensors %-9s %lld elements, %s\n", dt.c_str(), static_cast<long long>(pb.first), human_bytes(static_cast<double>(pb.second)).c_str());
+    std::printf("tensors %-9s %lld elements, %s\n", dt.c_str(), static_cast<long long>(pb.first),
+                human_bytes(static_cast<double>(pb.second)).c_str());
   }
-  std::printf("total             %s in %zu file(s)\n", human_bytes(static_cast<double>(total_bytes)).c_str(), ck.files().size());
-  std::printf("KV cache / token  %d values x %d layers = %s (bf16), %s (f32)\n", c.d_kv_cache(), c.n_layers,
-              human_bytes(static_cast<double>(kv_bf16)).c_str(), human_bytes(static_cast<double>(kv_f32)).c_str());
+  std::printf("total             %s in %zu file(s)\n",
+              human_bytes(static_cast<double>(total_bytes)).c_str(), ck.files().size());
+  std::printf("KV cache / token  %d values x %d layers = %s (bf16), %s (f32)\n", c.d_kv_cache(),
+              c.n_layers, human_bytes(static_cast<double>(kv_bf16)).c_str(),
+              human_bytes(static_cast<double>(kv_f32)).c_str());
   return 0;
 }
 
 void add_inspect(CLI::App& app) {
   auto* dir = new std::string();
   auto* json = new bool(false);
-  auto* cmd = app.add_subcommand("inspect", "Summarise a checkpoint: architecture, parameters by dtype, KV cost");
+  auto* cmd = app.add_subcommand(
+      "inspect", "Summarise a checkpoint: architecture, parameters by dtype, KV cost");
   cmd->add_option("--model", *dir, "Checkpoint directory")->required();
   cmd->add_flag("--json", *json, "Print JSON");
   cmd->callback([dir, json] { exit_code = run_inspect(*dir, *json); });
@@ -211,13 +232,20 @@ void add_inspect(CLI::App& app) {
 
 void add_init_model(CLI::App& app) {
   auto* o = new InitModelOptions();
-  auto* cmd = app.add_subcommand("init-model", "Write a random-weight checkpoint in the official DeepSeek format");
-  cmd->add_option("--preset", o->preset, "tiny | ds-mini")->required()->check(CLI::IsMember({"tiny", "ds-mini"}));
+  auto* cmd = app.add_subcommand(
+      "init-model", "Write a random-weight checkpoint in the official DeepSeek format");
+  cmd->add_option("--preset", o->preset, "tiny | ds-mini | tiny-v32 | ds-mini-v32")
+      ->required()
+      ->check(CLI::IsMember({"tiny", "ds-mini", "tiny-v32", "ds-mini-v32"}));
   cmd->add_option("--out", o->out, "Output directory")->required();
-  cmd->add_option("--dtype", o->dtype, "fp8 (e4m3 + 128x128 block scales) | bf16")->check(CLI::IsMember({"fp8", "bf16"}));
+  cmd->add_option("--dtype", o->dtype, "fp8 (e4m3 + 128x128 block scales) | bf16")
+      ->check(CLI::IsMember({"fp8", "bf16"}));
   cmd->add_option("--seed", o->seed, "Random seed (same seed, same bytes)");
-  cmd->add_option("--vocab-size", o->vocab_size, "Override vocab_size (the tokenizer files are added only for the real vocabulary)");
-  cmd->add_option("--tokenizer-dir", o->tokenizer_dir, "Where to copy tokenizer.json/tokenizer_config.json from");
+  cmd->add_option(
+      "--vocab-size", o->vocab_size,
+      "Override vocab_size (the tokenizer files are added only for the real vocabulary)");
+  cmd->add_option("--tokenizer-dir", o->tokenizer_dir,
+                  "Where to copy tokenizer.json/tokenizer_config.json from");
   cmd->callback([o] {
     Status s = init_model(*o);
     if (!s) {

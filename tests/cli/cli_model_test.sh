@@ -27,6 +27,15 @@ import json,sys; o=json.load(open('$tmp/logits.json'))
 assert len(o['argmax'])==3 and len(o['argmax_logit'])==3 and len(o['last_logits'])==1000 and len(o['greedy'])==4
 assert o['greedy'][0]==o['argmax'][-1]"
 
+# A V3.2 checkpoint (indexer, F32 norms, UE8M0 scales) from init-model loads and runs sparse
+# attention (40 tokens > index_topk 16).
+"$bin" init-model --preset tiny-v32 --out "$tmp/m32" --vocab-size 1000 --seed 4 >"$tmp/init32.out" 2>&1
+check "init-model tiny-v32 exits 0" test $? -eq 0
+"$bin" inspect --model "$tmp/m32" >"$tmp/inspect32.out" 2>&1
+check "tiny-v32 is a V3.2 model" grep -q "DeepseekV32ForCausalLM" "$tmp/inspect32.out"
+"$bin" logits --model "$tmp/m32" --ids "$(seq -s, 1 40)" --decode 3 >"$tmp/logits32.json" 2>&1
+check "logits on tiny-v32" test $? -eq 0
+
 # The golden prompt through the CLI gives the reference greedy continuation.
 "$bin" logits --model "$data/golden/tiny-v3" --ids 1,2,3,4,5,6,7 --decode 8 >"$tmp/g.json" 2>&1
 check "logits on the golden checkpoint" test $? -eq 0

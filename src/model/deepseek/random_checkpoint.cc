@@ -83,10 +83,12 @@ class Generator {
     return w_.add(name + "_scale_inv", DType::kF32, {br, bc}, to_bytes_f32(scales));
   }
 
-  Status norm(const std::string& name, int64_t n) {
+  // Norm weights: BF16 in V3 checkpoints, F32 in V3.2 ones (as the official releases).
+  Status norm(const std::string& name, int64_t n, bool f32 = false) {
     std::vector<float> v = normal(name, n, 0.1f);
     for (auto& x : v) x += 1.0f;
-    return w_.add(name, DType::kBF16, {n}, to_bytes_bf16(v));
+    return f32 ? w_.add(name, DType::kF32, {n}, to_bytes_f32(v))
+               : w_.add(name, DType::kBF16, {n}, to_bytes_bf16(v));
   }
 
   Status dense_bf16(const std::string& name, int64_t rows, int64_t cols, float std) {
@@ -119,11 +121,13 @@ class Generator {
 
 Status write_random_checkpoint(const Json& hf_config_in, const RandomCheckpointOptions& o) {
   Json hf = hf_config_in;
+  const bool v32 = hf.value("architectures", Json::array()).dump().find("V32") != std::string::npos;
   if (o.fp8) {
     hf["quantization_config"] = {{"activation_scheme", "dynamic"},
                                  {"fmt", "e4m3"},
                                  {"quant_method", "fp8"},
                                  {"weight_block_size", {128, 128}}};
+    if (v32) hf["quantization_config"]["scale_fmt"] = "ue8m0";
   } else {
     hf.erase("quantization_config");
   }
@@ -142,24 +146,34 @@ Status write_random_checkpoint(const Json& hf_config_in, const RandomCheckpointO
   const int64_t total = 3 + static_cast<int64_t>(c.n_layers);
   int64_t done = 0;
   DSS_RETURN_IF_ERROR(g.dense_bf16("model.embed_tokens.weight", c.n_vocab, d, 1.0f));
-  DSS_RETURN_IF_ERROR(g.norm("model.norm.weight", d));
+  DSS_RETURN_IF_ERROR(g.norm("model.norm.weight", d, v32));
   DSS_RETURN_IF_ERROR(
       g.dense_bf16("lm_head.weight", c.n_vocab, d, 4.0f / std::sqrt(static_cast<float>(d))));
   done = 3;
   for (int32_t i = 0; i < c.n_layers; ++i) {
     const std::string p = "model.layers." + std::to_string(i);
-    DSS_RETURN_IF_ERROR(g.norm(p + ".input_layernorm.weight", d));
-    DSS_RETURN_IF_ERROR(g.norm(p + ".post_attention_layernorm.weight", d));
+    DSS_RETURN_IF_ERROR(g.norm(p + ".input_layernorm.weight", d, v32));
+    DSS_RETURN_IF_ERROR(g.norm(p + ".post_attention_layernorm.weight", d, v32));
     const std::string a = p + ".self_attn";
     DSS_RETURN_IF_ERROR(g.linear(a + ".q_a_proj.weight", c.q_lora_rank, d, 1.0f));
-    DSS_RETURN_IF_ERROR(g.norm(a + ".q_a_layernorm.weight", c.q_lora_rank));
+    DSS_RETURN_IF_ERROR(g.norm(a + ".q_a_layernorm.weight", c.q_lora_rank, v32));
     DSS_RETURN_IF_ERROR(g.linear(a + ".q_b_proj.weight", H * c.d_qk(), c.q_lora_rank, 1.0f));
     DSS_RETURN_IF_ERROR(
         g.linear(a + ".kv_a_proj_with_mqa.weight", c.kv_lora_rank + c.d_rope, d, 1.0f));
-    DSS_RETURN_IF_ERROR(g.norm(a + ".kv_a_layernorm.weight", c.kv_lora_rank));
+    DSS_RETURN_IF_ERROR(g.norm(a + ".kv_a_layernorm.weight", c.kv_lora_rank, v32));
     DSS_RETURN_IF_ERROR(
         g.linear(a + ".kv_b_proj.weight", H * (c.d_nope + c.d_v), c.kv_lora_rank, 1.0f));
     DSS_RETURN_IF_ERROR(g.linear(a + ".o_proj.weight", d, H * c.d_v, 0.5f));
+    if (v32) {  // lightning indexer
+      const std::string ix = a + ".indexer";
+      const int64_t D = c.index_head_dim;
+      DSS_RETURN_IF_ERROR(g.linear(ix + ".wq_b.weight", c.index_n_heads * D, c.q_lora_rank, 1.0f));
+      DSS_RETURN_IF_ERROR(g.linear(ix + ".wk.weight", D, d, 1.0f));
+      DSS_RETURN_IF_ERROR(g.norm(ix + ".k_norm.weight", D, true));
+      DSS_RETURN_IF_ERROR(g.f32_vector(ix + ".k_norm.bias", D, 0.1f));
+      DSS_RETURN_IF_ERROR(g.dense_bf16(ix + ".weights_proj.weight", c.index_n_heads, d,
+                                       1.0f / std::sqrt(static_cast<float>(d))));
+    }
     auto ffn = [&](const std::string& m, int64_t d_ff, float gain_down) -> Status {
       DSS_RETURN_IF_ERROR(g.linear(m + ".gate_proj.weight", d_ff, d, 1.0f));
       DSS_RETURN_IF_ERROR(g.linear(m + ".up_proj.weight", d_ff, d, 1.0f));
@@ -263,7 +277,22 @@ Result<Json> preset_config(const std::string& name) {
     base.erase("attention_dropout");
     return base;
   }
-  return Status::error("unknown preset '", name, "' (tiny | ds-mini)");
+  if (name == "tiny-v32" || name == "ds-mini-v32") {  // the same shapes as DeepSeek-V3.2
+    DSS_ASSIGN_OR_RETURN(Json c, preset_config(name == "tiny-v32" ? "tiny" : "ds-mini"));
+    c["architectures"] = {"DeepseekV32ForCausalLM"};
+    c["model_type"] = "deepseek_v32";
+    if (name ==
+        "tiny-v32") {  // as the golden tiny-v32: kv_lora_rank 128 (FP8 latent blocks of 128)
+      c.update({{"kv_lora_rank", 128},
+                {"index_n_heads", 8},
+                {"index_head_dim", 128},
+                {"index_topk", 16}});
+    } else {  // ds-mini-v32: the 671B indexer shape (64 heads of 128, top-2048)
+      c.update({{"index_n_heads", 64}, {"index_head_dim", 128}, {"index_topk", 2048}});
+    }
+    return c;
+  }
+  return Status::error("unknown preset '", name, "' (tiny | ds-mini | tiny-v32 | ds-mini-v32)");
 }
 
 }  // namespace dss

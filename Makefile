@@ -10,6 +10,8 @@
 #   make format       clang-format every C++ file
 #   make demo-model   (re)create models/demo-tiny
 #   make ds-mini      create models/ds-mini (benchmark shape, ~1.7 GB, about a minute)
+#   make bench-engine in-process engine benchmark on ds-mini (16 x 256/128, concurrent vs serial;
+#                     tens of minutes on 2 cores today); results in build/bench-engine.json
 
 JOBS ?= $(shell nproc)
 DSSERVE := build/release/apps/dsserve/dsserve
@@ -17,7 +19,7 @@ DEMO_MODEL ?= models/demo-tiny
 export CCACHE_BASEDIR := $(CURDIR)
 export CCACHE_NOHASHDIR := 1
 
-.PHONY: setup build serve test test-asan test-ubsan test-tsan format demo-model ds-mini clean
+.PHONY: setup build serve test test-asan test-ubsan test-tsan format demo-model ds-mini bench-engine clean
 
 setup:
 	@scripts/setup
@@ -33,8 +35,14 @@ demo-model: build
 	rm -rf $(DEMO_MODEL)
 	$(DSSERVE) init-model --preset tiny --out $(DEMO_MODEL) --seed 7
 
-ds-mini: build
+models/ds-mini/config.json: | build
 	$(DSSERVE) init-model --preset ds-mini --out models/ds-mini --seed 7
+
+ds-mini: build models/ds-mini/config.json
+
+bench-engine: build models/ds-mini/config.json
+	build/release/bench/engine/engine_bench --model models/ds-mini --requests 16 --input-len 256 \
+	  --output-len 128 --json-out build/bench-engine.json
 
 serve: build $(DEMO_MODEL)/config.json
 	$(DSSERVE) serve --model $(DEMO_MODEL) $(ARGS)

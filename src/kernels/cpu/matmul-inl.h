@@ -46,51 +46,72 @@ inline float ScalarWeight(const uint8_t* p, int64_t i) { return fp8e4m3_to_f32(p
 inline float ScalarWeight(const uint16_t* p, int64_t i) { return bf16_to_f32(p[i]); }
 inline float ScalarWeight(const float* p, int64_t i) { return p[i]; }
 
-// Rows [r_begin, r_end) for weights of element type T, 4 tokens per pass over a weight row.
+// One weight row against kTok (1..4) token rows: every weight vector is decoded once and used
+// kTok times. Results go to y[(t0 + k) * n_rows + r].
+template <int kTok, typename T>
+HWY_INLINE void MatmulRowTile(const T* HWY_RESTRICT wr, const float* HWY_RESTRICT srow,
+                              int64_t n_cols, int64_t block, const float* HWY_RESTRICT x0,
+                              float* HWY_RESTRICT y0, int64_t n_rows) {
+  const hn::ScalableTag<float> df;
+  const int64_t N = static_cast<int64_t>(hn::Lanes(df));
+  const int64_t n_scale_cols = (n_cols + block - 1) / block;
+  constexpr float k2p120 = 1.329227995784916e36f;  // 2^120
+  const float* x1 = x0 + (kTok > 1 ? n_cols : 0);
+  const float* x2 = x0 + (kTok > 2 ? 2 * n_cols : 0);
+  const float* x3 = x0 + (kTok > 3 ? 3 * n_cols : 0);
+  float tail[4] = {0, 0, 0, 0};
+  auto a0 = hn::Zero(df), a1 = hn::Zero(df), a2 = hn::Zero(df), a3 = hn::Zero(df);
+  for (int64_t cb = 0; cb < n_scale_cols; ++cb) {
+    const int64_t c_begin = cb * block, c_end = std::min(n_cols, c_begin + block);
+    const float s = srow ? srow[cb] : 1.0f;
+    const auto vs = hn::Set(df, s * k2p120);
+    int64_t c = c_begin;
+    for (; c + N <= c_end; c += N) {
+      const auto wv = LoadWeights(df, wr + c, vs);
+      a0 = hn::MulAdd(wv, hn::LoadU(df, x0 + c), a0);
+      if constexpr (kTok > 1) a1 = hn::MulAdd(wv, hn::LoadU(df, x1 + c), a1);
+      if constexpr (kTok > 2) a2 = hn::MulAdd(wv, hn::LoadU(df, x2 + c), a2);
+      if constexpr (kTok > 3) a3 = hn::MulAdd(wv, hn::LoadU(df, x3 + c), a3);
+    }
+    for (; c < c_end; ++c) {  // ragged tail of the block
+      const float wv = srow ? ScalarWeight(wr, c) * s : ScalarWeight(wr, c);
+      tail[0] += wv * x0[c];
+      if constexpr (kTok > 1) tail[1] += wv * x1[c];
+      if constexpr (kTok > 2) tail[2] += wv * x2[c];
+      if constexpr (kTok > 3) tail[3] += wv * x3[c];
+    }
+  }
+  y0[0] = ReduceSumF(df, a0) + tail[0];
+  if constexpr (kTok > 1) y0[n_rows] = ReduceSumF(df, a1) + tail[1];
+  if constexpr (kTok > 2) y0[2 * n_rows] = ReduceSumF(df, a2) + tail[2];
+  if constexpr (kTok > 3) y0[3 * n_rows] = ReduceSumF(df, a3) + tail[3];
+}
+
+// Rows [r_begin, r_end) for weights of element type T, up to 4 tokens per pass over a weight row.
 // `block` is the column block sharing one scale (n_cols when `scales` is null).
 template <typename T>
 void MatmulRowsT(const T* HWY_RESTRICT w, const float* HWY_RESTRICT scales, int64_t n_cols,
                  int64_t n_rows, int64_t block, const float* HWY_RESTRICT x, int64_t n_tok,
                  float* HWY_RESTRICT y, int64_t r_begin, int64_t r_end) {
-  const hn::ScalableTag<float> df;
-  const int64_t N = static_cast<int64_t>(hn::Lanes(df));
   const int64_t n_scale_cols = (n_cols + block - 1) / block;
-  constexpr float k2p120 = 1.329227995784916e36f;  // 2^120
-  constexpr int64_t kTok = 4;
   for (int64_t r = r_begin; r < r_end; ++r) {
     const T* HWY_RESTRICT wr = w + r * n_cols;
     const float* HWY_RESTRICT srow = scales ? scales + (r / block) * n_scale_cols : nullptr;
-    for (int64_t t0 = 0; t0 < n_tok; t0 += kTok) {
-      const int64_t nt = std::min(kTok, n_tok - t0);
-      const float* x0 = x + t0 * n_cols;
-      const float* x1 = x0 + (nt > 1 ? n_cols : 0);  // duplicate rows are computed, not stored
-      const float* x2 = x0 + (nt > 2 ? 2 * n_cols : 0);
-      const float* x3 = x0 + (nt > 3 ? 3 * n_cols : 0);
-      float tail[kTok] = {0, 0, 0, 0};
-      auto a0 = hn::Zero(df), a1 = hn::Zero(df), a2 = hn::Zero(df), a3 = hn::Zero(df);
-      for (int64_t cb = 0; cb < n_scale_cols; ++cb) {
-        const int64_t c_begin = cb * block, c_end = std::min(n_cols, c_begin + block);
-        const float s = srow ? srow[cb] : 1.0f;
-        const auto vs = hn::Set(df, s * k2p120);
-        int64_t c = c_begin;
-        for (; c + N <= c_end; c += N) {
-          const auto wv = LoadWeights(df, wr + c, vs);
-          a0 = hn::MulAdd(wv, hn::LoadU(df, x0 + c), a0);
-          a1 = hn::MulAdd(wv, hn::LoadU(df, x1 + c), a1);
-          a2 = hn::MulAdd(wv, hn::LoadU(df, x2 + c), a2);
-          a3 = hn::MulAdd(wv, hn::LoadU(df, x3 + c), a3);
-        }
-        for (; c < c_end; ++c) {  // ragged tail of the block
-          const float wv = srow ? ScalarWeight(wr, c) * s : ScalarWeight(wr, c);
-          tail[0] += wv * x0[c];
-          tail[1] += wv * x1[c];
-          tail[2] += wv * x2[c];
-          tail[3] += wv * x3[c];
-        }
-      }
-      const float total[kTok] = {ReduceSumF(df, a0) + tail[0], ReduceSumF(df, a1) + tail[1],
-                                 ReduceSumF(df, a2) + tail[2], ReduceSumF(df, a3) + tail[3]};
-      for (int64_t k = 0; k < nt; ++k) y[(t0 + k) * n_rows + r] = total[k];
+    int64_t t0 = 0;
+    for (; t0 + 4 <= n_tok; t0 += 4)
+      MatmulRowTile<4>(wr, srow, n_cols, block, x + t0 * n_cols, y + t0 * n_rows + r, n_rows);
+    switch (n_tok - t0) {
+      case 3:
+        MatmulRowTile<3>(wr, srow, n_cols, block, x + t0 * n_cols, y + t0 * n_rows + r, n_rows);
+        break;
+      case 2:
+        MatmulRowTile<2>(wr, srow, n_cols, block, x + t0 * n_cols, y + t0 * n_rows + r, n_rows);
+        break;
+      case 1:
+        MatmulRowTile<1>(wr, srow, n_cols, block, x + t0 * n_cols, y + t0 * n_rows + r, n_rows);
+        break;
+      default:
+        break;
     }
   }
 }

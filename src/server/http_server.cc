@@ -33,8 +33,10 @@ std::string error_body(int status, const char* message) {
 // One TCP connection: reads requests one after the other, answers through SessionExchange.
 class Session : public std::enable_shared_from_this<Session> {
  public:
-  Session(tcp::socket&& socket, const ServerOptions& opts, const HttpServerHooks& hooks)
-      : stream_(std::move(socket)), opts_(opts), hooks_(hooks) {}
+  Session(tcp::socket&& socket, const ServerOptions& opts, const HttpServerHooks& hooks,
+          std::atomic<int64_t>& n_busy)
+      : stream_(std::move(socket)), opts_(opts), hooks_(hooks), n_busy_(n_busy) {}
+  ~Session() { set_busy(false); }
 
   void start() {
     net::dispatch(stream_.get_executor(), [self = shared_from_this()] { self->read_header(); });
@@ -53,7 +55,8 @@ class Session : public std::enable_shared_from_this<Session> {
     http::async_write(stream_, *res,
                       [self = shared_from_this(), res](beast::error_code ec, size_t) {
                         if (ec) return self->fail();
-                        if (!self->keep_alive_) return self->close();
+                        self->set_busy(false);
+                        if (!self->keep_alive_) return self->lingering_close();
                         self->read_header();
                       });
   }
@@ -117,15 +120,18 @@ class Session : public std::enable_shared_from_this<Session> {
       keep_alive_ = false;
       return respond(431, "application/json", error_body(431, "request headers too large"));
     }
-    if (ec) return close();  // end of stream, idle/slow-header timeout, garbage
-    auto& req = parser_->get();
-    keep_alive_ = req.keep_alive();
-    const auto length = parser_->content_length();
-    if (length && *length > static_cast<uint64_t>(opts_.max_request_bytes)) {
+    // Beast checks Content-Length against body_limit while parsing the header.
+    boost::optional<uint64_t> length;
+    if (!ec) length = parser_->content_length();
+    if (ec == http::error::body_limit ||
+        (length && *length > static_cast<uint64_t>(opts_.max_request_bytes))) {
       keep_alive_ = false;
       return respond(413, "application/json",
                      error_body(413, "request body larger than --max-request-bytes"));
     }
+    if (ec) return close();  // end of stream, idle/slow-header timeout, garbage
+    auto& req = parser_->get();
+    keep_alive_ = req.keep_alive();
     stream_.expires_after(ms_of(opts_.body_timeout_s));
     if (beast::iequals(req[http::field::expect], "100-continue")) {
       static const std::string kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
@@ -187,9 +193,35 @@ class Session : public std::enable_shared_from_this<Session> {
     if (cb) cb();
   }
 
+  // Closing with unread request bytes would reset the connection and could destroy the response
+  // in the client's receive buffer (e.g. a 413 before the body): send FIN, discard what still
+  // arrives for up to 1 s, then close.
+  void lingering_close() {
+    beast::error_code ec;
+    stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
+    stream_.expires_after(std::chrono::seconds(1));
+    discard_until_eof();
+  }
+
+  void discard_until_eof() {
+    stream_.async_read_some(net::buffer(probe_),
+                            [self = shared_from_this()](beast::error_code ec, size_t) {
+                              if (ec) return self->close();
+                              self->discard_until_eof();
+                            });
+  }
+
+  // Busy: between a complete request and the end of its response (shutdown waits for these).
+  void set_busy(bool busy) {
+    if (busy == busy_) return;
+    busy_ = busy;
+    n_busy_ += busy ? 1 : -1;
+  }
+
   void close() {
     if (closed_) return;
     closed_ = true;
+    set_busy(false);
     beast::error_code ec;
     stream_.socket().shutdown(tcp::socket::shutdown_both, ec);
     stream_.close();
@@ -198,6 +230,8 @@ class Session : public std::enable_shared_from_this<Session> {
   beast::tcp_stream stream_;
   const ServerOptions& opts_;
   const HttpServerHooks& hooks_;
+  std::atomic<int64_t>& n_busy_;
+  bool busy_ = false;
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
   bool keep_alive_ = true;
@@ -249,6 +283,7 @@ void Session::on_body(beast::error_code ec) {
   }
   if (ec) return close();  // slow body (timeout), client gone, malformed
   stream_.expires_never();
+  set_busy(true);
   auto msg = parser_->release();
   HttpRequest req;
   req.method = std::string(msg.method_string());
@@ -268,6 +303,8 @@ void Session::on_body(beast::error_code ec) {
 struct HttpServer::Impl {
   ServerOptions opts;
   HttpServerHooks hooks;
+  std::atomic<int64_t> n_busy{0};  // connections with a request being answered (before ioc:
+                                   // sessions destroyed with the ioc still count down)
   net::io_context ioc;
   tcp::acceptor acceptor{ioc};
   net::signal_set signals{ioc, SIGINT, SIGTERM};
@@ -284,7 +321,7 @@ struct HttpServer::Impl {
       } else {
         beast::error_code ignored;
         s.set_option(tcp::no_delay(true), ignored);
-        std::make_shared<Session>(std::move(s), opts, hooks)->start();
+        std::make_shared<Session>(std::move(s), opts, hooks, n_busy)->start();
       }
       accept();
     });
@@ -304,7 +341,7 @@ struct HttpServer::Impl {
   void poll_drain() {
     const double waited =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - shutdown_start).count();
-    if (hooks.in_flight() == 0 || waited > opts.shutdown_timeout_s + 5.0) {
+    if ((hooks.in_flight() == 0 && n_busy.load() == 0) || waited > opts.shutdown_timeout_s + 5.0) {
       ioc.stop();
       return;
     }

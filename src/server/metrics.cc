@@ -115,8 +115,8 @@ std::string Metrics::render(const EngineStats& s, double now_s) {
        "Fraction of KV-cache pages in use (1 = full), prefix-cache pages included.");
   sample(out, p + "kv_cache_usage_perc",
          s.kv_pages_total > 0 ? static_cast<double>(s.kv_pages_used) / s.kv_pages_total : 0.0);
-  head(out, p + "kv_cache_pages_total", "gauge", "KV-cache pages in the pool.");
-  sample(out, p + "kv_cache_pages_total", s.kv_pages_total);
+  head(out, p + "kv_cache_num_pages", "gauge", "KV-cache pages in the pool.");
+  sample(out, p + "kv_cache_num_pages", s.kv_pages_total);
   head(out, p + "kv_cache_pages_used", "gauge", "KV-cache pages not free.");
   sample(out, p + "kv_cache_pages_used", s.kv_pages_used);
   head(out, p + "kv_cache_pages_cached", "gauge",

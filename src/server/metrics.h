@@ -6,9 +6,9 @@
 //              dsserve:prefix_cache_queries_total, dsserve:prefix_cache_hits_total (tokens),
 //              dsserve:engine_busy_seconds_total, dsserve:num_preemptions_total
 //   gauges     dsserve:num_requests_running, dsserve:num_requests_waiting,
-//              dsserve:kv_cache_usage_perc (0..1), dsserve:kv_cache_pages_{total,used,cached},
-//              dsserve:prefix_cache_hit_ratio (0..1, lifetime),
-//              dsserve:engine_busy_ratio (0..1, since the previous scrape),
+//              dsserve:kv_cache_usage_perc (0..1), dsserve:kv_cache_num_pages,
+//              dsserve:kv_cache_pages_{used,cached}, dsserve:prefix_cache_hit_ratio (0..1,
+//              lifetime), dsserve:engine_busy_ratio (0..1, since the previous scrape),
 //              dsserve:num_streams_open (HTTP requests in flight)
 //   histograms dsserve:time_to_first_token_seconds, dsserve:inter_token_latency_seconds,
 //              dsserve:e2e_request_latency_seconds, dsserve:request_queue_time_seconds

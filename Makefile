@@ -6,6 +6,9 @@
 #   make test-asan    the suite under AddressSanitizer + UndefinedBehaviorSanitizer
 #   make test-ubsan   the suite under UBSan only
 #   make test-tsan    the suite under ThreadSanitizer
+#   make fuzz-smoke   libFuzzer (clang, ASan+UBSan) on the tokenizer and output parsers, 15 s each
+#                     (part of `make test`)
+#   make fuzz-long    the same fuzzers for DSS_FUZZ_SECONDS (default 600) each
 #   make build        release build only (build/release)
 #   make format       clang-format every C++ file
 #   make demo-model   (re)create models/demo-tiny
@@ -19,7 +22,7 @@ DEMO_MODEL ?= models/demo-tiny
 export CCACHE_BASEDIR := $(CURDIR)
 export CCACHE_NOHASHDIR := 1
 
-.PHONY: setup build serve test test-asan test-ubsan test-tsan format demo-model ds-mini bench-engine clean
+.PHONY: fuzz-smoke fuzz-long setup build serve test test-asan test-ubsan test-tsan format demo-model ds-mini bench-engine clean
 
 setup:
 	@scripts/setup
@@ -49,6 +52,19 @@ serve: build $(DEMO_MODEL)/config.json
 
 test: build
 	cd build/release && ctest -j $(JOBS) --output-on-failure --timeout 600
+	@$(MAKE) --no-print-directory fuzz-smoke
+
+# libFuzzer needs clang; only the fuzz targets (and the text layer under them) are built there.
+build/fuzz/build.ninja:
+	CXX=clang++ cmake -S . -B build/fuzz -G Ninja -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	  -DDSS_BENCH=OFF >/dev/null
+
+fuzz-smoke: setup build/fuzz/build.ninja
+	cmake --build build/fuzz -j $(JOBS) --target fuzz_tokenizer fuzz_output_parser
+	cd build/fuzz && ctest --output-on-failure -R 'fuzz_.*_smoke'
+
+fuzz-long: setup build/fuzz/build.ninja
+	cmake --build build/fuzz -j $(JOBS) --target fuzz_text_long
 
 define sanitized_test
 	@scripts/setup

@@ -107,6 +107,22 @@ std::string Metrics::render(const EngineStats& s, double now_s) {
   head(out, p + "num_preemptions_total", "counter", "Requests preempted (recomputed later).");
   sample(out, p + "num_preemptions_total", static_cast<double>(s.preemptions));
 
+  render_gauges(s, now_s, out);
+
+  head(out, p + "time_to_first_token_seconds", "histogram", "Arrival to first token.");
+  ttft_.render(p + "time_to_first_token_seconds", out);
+  head(out, p + "inter_token_latency_seconds", "histogram", "Time between consecutive tokens.");
+  itl_.render(p + "inter_token_latency_seconds", out);
+  head(out, p + "e2e_request_latency_seconds", "histogram", "Arrival to last token.");
+  e2e_.render(p + "e2e_request_latency_seconds", out);
+  head(out, p + "request_queue_time_seconds", "histogram", "Arrival to first scheduled.");
+  queue_.render(p + "request_queue_time_seconds", out);
+  return out;
+}
+
+// Gauges read from EngineStats (and the busy ratio since the previous scrape); mu_ held.
+void Metrics::render_gauges(const EngineStats& s, double now_s, std::string& out) {
+  const std::string p = "dsserve:";
   head(out, p + "num_requests_running", "gauge", "Engine requests in the running batch.");
   sample(out, p + "num_requests_running", s.n_running);
   head(out, p + "num_requests_waiting", "gauge", "Engine requests waiting to be scheduled.");
@@ -136,16 +152,6 @@ std::string Metrics::render(const EngineStats& s, double now_s) {
   sample(out, p + "engine_busy_ratio", std::clamp(busy, 0.0, 1.0));
   head(out, p + "num_streams_open", "gauge", "HTTP generation requests in flight.");
   sample(out, p + "num_streams_open", static_cast<double>(n_open_.load()));
-
-  head(out, p + "time_to_first_token_seconds", "histogram", "Arrival to first token.");
-  ttft_.render(p + "time_to_first_token_seconds", out);
-  head(out, p + "inter_token_latency_seconds", "histogram", "Time between consecutive tokens.");
-  itl_.render(p + "inter_token_latency_seconds", out);
-  head(out, p + "e2e_request_latency_seconds", "histogram", "Arrival to last token.");
-  e2e_.render(p + "e2e_request_latency_seconds", out);
-  head(out, p + "request_queue_time_seconds", "histogram", "Arrival to first scheduled.");
-  queue_.render(p + "request_queue_time_seconds", out);
-  return out;
 }
 
 }  // namespace dss

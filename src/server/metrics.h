@@ -60,6 +60,8 @@ class Metrics {
   std::string render(const EngineStats& stats, double now_s);
 
  private:
+  void render_gauges(const EngineStats& s, double now_s, std::string& out);
+
   std::mutex mu_;
   int64_t prompt_tokens_ = 0, generation_tokens_ = 0;
   std::map<std::string, int64_t> finished_;

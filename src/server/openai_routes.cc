@@ -359,6 +359,12 @@ void OpenAiRoutes::generate(int endpoint_i, const HttpRequest& req,
   if (!r.model.empty() && r.model != cfg_.served_model_name)
     return reply_error(*ex, ApiError{404, "The model `" + r.model + "` does not exist.", "model",
                                      "not_found_error"});
+  std::vector<std::vector<TokenId>> prompts;
+  bool starts_in_reasoning = false;
+  if (auto e = encode_prompts(r, prompts, starts_in_reasoning)) return reply_error(*ex, *e);
+  if (Status s = validate_sampling_params(r.params, engine_.model_config().n_vocab); !s)
+    return reply_error(*ex, error_from_status(s));
+  if (auto e = admit(static_cast<int32_t>(prompts.size()) * r.n)) return reply_error(*ex, *e);
 
   const uint64_t call_id = next_call_id_.fetch_add(1);
   auto call = std::make_shared<Call>();
@@ -377,62 +383,77 @@ void OpenAiRoutes::generate(int endpoint_i, const HttpRequest& req,
   call->resp_id = id_buf;
   call->created = unix_seconds();
   call->model = cfg_.served_model_name;
+  call->prompts = std::move(prompts);
+  const ChoiceStreamOptions so = choice_options(r, call_id, starts_in_reasoning);
+  for (size_t p = 0; p < call->prompts.size(); ++p) {
+    for (int32_t k = 0; k < r.n; ++k) {
+      Call::Choice c;
+      c.prompt_index = static_cast<int32_t>(p);
+      c.stream.emplace(tok_, so);
+      call->choices.push_back(std::move(c));
+    }
+  }
+  n_calls_.fetch_add(1);
+  n_engine_requests_.fetch_add(static_cast<int64_t>(call->choices.size()));
+  metrics_.stream_opened();
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    live_[call_id] = call;
+  }
+  submit(call, r.params, r.n);
+}
 
-  // Prompts -> token ids.
-  bool starts_in_reasoning = false;
-  if (endpoint == Endpoint::kChat) {
+std::optional<ApiError> OpenAiRoutes::encode_prompts(CompletionRequest& r,
+                                                     std::vector<std::vector<TokenId>>& prompts,
+                                                     bool& starts_in_reasoning) const {
+  if (r.endpoint == Endpoint::kChat) {
     if (!tok_)
-      return reply_error(
-          *ex, ApiError::bad_request("messages: chat needs a tokenizer (server runs with "
-                                     "--skip-tokenizer-init); use /v1/completions with token ids",
-                                     "messages"));
+      return ApiError::bad_request(
+          "messages: chat needs a tokenizer (server runs with --skip-tokenizer-init); use "
+          "/v1/completions with token ids",
+          "messages");
     auto prompt = render_chat(cfg_.chat_format, r.chat);
-    if (!prompt) return reply_error(*ex, error_from_status(prompt.status()));
+    if (!prompt) return error_from_status(prompt.status());
     starts_in_reasoning = prompt_opens_reasoning(*prompt);
-    call->prompts.push_back(tok_->encode(*prompt, EncodeOptions{false, true}));
+    prompts.push_back(tok_->encode(*prompt, EncodeOptions{false, true}));
   } else if (!r.prompt_texts.empty()) {
     if (!tok_)
-      return reply_error(
-          *ex, ApiError::bad_request("prompt: text prompts need a tokenizer (server runs with "
-                                     "--skip-tokenizer-init); give token ids",
-                                     "prompt"));
+      return ApiError::bad_request(
+          "prompt: text prompts need a tokenizer (server runs with --skip-tokenizer-init); "
+          "give token ids",
+          "prompt");
     for (const std::string& t : r.prompt_texts)
-      call->prompts.push_back(tok_->encode(t, EncodeOptions{tok_->add_bos_default(), true}));
+      prompts.push_back(tok_->encode(t, EncodeOptions{tok_->add_bos_default(), true}));
   } else {
-    call->prompts = std::move(r.prompt_ids);
+    prompts = std::move(r.prompt_ids);
   }
   if (!tok_ && !r.params.stop.empty())
-    return reply_error(*ex, ApiError::bad_request("stop: stop strings need a tokenizer", "stop"));
-  for (const auto& p : call->prompts) {
+    return ApiError::bad_request("stop: stop strings need a tokenizer", "stop");
+  size_t longest = 0;
+  for (const auto& p : prompts) {
     if (p.empty())
-      return reply_error(
-          *ex, ApiError::bad_request("prompt: must contain at least one token", "prompt"));
+      return ApiError::bad_request("prompt: must contain at least one token", "prompt");
+    longest = std::max(longest, p.size());
   }
-  const ModelConfig& mc = engine_.model_config();
-  if (!r.max_tokens_given && endpoint == Endpoint::kChat) {
-    size_t longest = 0;
-    for (const auto& p : call->prompts) longest = std::max(longest, p.size());
+  if (!r.max_tokens_given &&
+      r.endpoint == Endpoint::kChat)  // chat default: the rest of the context
     r.params.max_tokens =
         std::max<int32_t>(1, engine_.context_length() - static_cast<int32_t>(longest));
-  }
-  if (Status s = validate_sampling_params(r.params, mc.n_vocab); !s)
-    return reply_error(*ex, error_from_status(s));
+  return std::nullopt;
+}
 
-  // Admission: engine requests waiting beyond --max-queued-requests are refused.
-  const int32_t n_new = static_cast<int32_t>(call->prompts.size()) * r.n;
-  if (cfg_.max_queued_requests > 0) {
-    const EngineStats st = engine_.stats();
-    const int64_t waiting = n_engine_requests_.load() - st.n_running;
-    if (waiting + n_new > cfg_.max_queued_requests)
-      return reply_error(*ex, ApiError{429,
-                                       "too many queued requests (over --max-queued-requests); "
-                                       "retry later",
-                                       "", ""});
-  }
+std::optional<ApiError> OpenAiRoutes::admit(int32_t n_new) const {
+  if (cfg_.max_queued_requests <= 0) return std::nullopt;
+  const int64_t waiting = n_engine_requests_.load() - engine_.stats().n_running;
+  if (waiting + n_new <= cfg_.max_queued_requests) return std::nullopt;
+  return ApiError{429, "too many queued requests (over --max-queued-requests); retry later", "",
+                  ""};
+}
 
-  // One engine request per (prompt, choice).
+ChoiceStreamOptions OpenAiRoutes::choice_options(const CompletionRequest& r, uint64_t call_id,
+                                                 bool starts_in_reasoning) const {
   ChoiceStreamOptions so;
-  so.chat = endpoint == Endpoint::kChat;
+  so.chat = r.endpoint == Endpoint::kChat;
   so.format = cfg_.tool_format.value_or(cfg_.chat_format);
   so.parser.parse_tools =
       so.chat && cfg_.tool_format.has_value() && !r.chat.tools.empty() && r.tool_choice != "none";
@@ -443,27 +464,17 @@ void OpenAiRoutes::generate(int endpoint_i, const HttpRequest& req,
   so.include_stop_str = r.params.include_stop_str_in_output;
   so.skip_special = r.params.skip_special_tokens;
   so.hidden_final_tokens = r.params.stop_token_ids;
-  if (!r.params.ignore_eos) so.hidden_final_tokens.push_back(mc.eos_token_id);
-  for (size_t p = 0; p < call->prompts.size(); ++p) {
-    for (int32_t k = 0; k < r.n; ++k) {
-      Call::Choice c;
-      c.prompt_index = static_cast<int32_t>(p);
-      c.stream.emplace(tok_, so);
-      call->choices.push_back(std::move(c));
-    }
-  }
-  n_calls_.fetch_add(1);
-  n_engine_requests_.fetch_add(n_new);
-  metrics_.stream_opened();
-  {
-    std::lock_guard<std::mutex> lk(mu_);
-    live_[call_id] = call;
-  }
-  // Everything below runs before any posted event is drained: this is the connection's strand.
+  if (!r.params.ignore_eos) so.hidden_final_tokens.push_back(engine_.model_config().eos_token_id);
+  return so;
+}
+
+// Runs on the connection's strand, so no posted event is drained before it returns.
+void OpenAiRoutes::submit(const std::shared_ptr<Call>& call, const SamplingParams& params,
+                          int32_t n) {
   for (size_t i = 0; i < call->choices.size(); ++i) {
     Call::Choice& c = call->choices[i];
-    GenerateRequest g{call->prompts[c.prompt_index], r.params};
-    if (g.params.seed) g.params.seed = *g.params.seed + static_cast<uint64_t>(i % r.n);
+    GenerateRequest g{call->prompts[c.prompt_index], params};
+    if (g.params.seed) g.params.seed = *g.params.seed + static_cast<uint64_t>(i % n);
     auto id = engine_.submit(std::move(g), Call::sink(call, static_cast<int32_t>(i)));
     if (!id) {
       // The call answers 400 once the requests already submitted have delivered their last
@@ -482,7 +493,7 @@ void OpenAiRoutes::generate(int endpoint_i, const HttpRequest& req,
   }
   if (call->stream) call->open_stream();
   std::weak_ptr<Call> weak = call;
-  ex->on_close([weak] {
+  call->ex->on_close([weak] {
     if (auto c = weak.lock()) c->cancel_engine_requests();
   });
 }

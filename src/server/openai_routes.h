@@ -18,11 +18,14 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "engine/engine.h"
 #include "server/api_error.h"
+#include "server/choice_stream.h"
 #include "server/http_exchange.h"
 #include "server/metrics.h"
+#include "server/schemas.h"
 #include "server/server_options.h"
 #include "text/chat_format.h"
 #include "text/tokenizer.h"
@@ -57,6 +60,14 @@ class OpenAiRoutes {
              const char* content_type = "application/json");
   void reply_error(HttpExchange& ex, const ApiError& e);
   void generate(int endpoint, const HttpRequest& req, std::shared_ptr<HttpExchange> ex);
+  // Steps of generate(): each returns the error to answer, or nullopt.
+  std::optional<ApiError> encode_prompts(CompletionRequest& r,
+                                         std::vector<std::vector<TokenId>>& prompts,
+                                         bool& starts_in_reasoning) const;
+  std::optional<ApiError> admit(int32_t n_new) const;
+  ChoiceStreamOptions choice_options(const CompletionRequest& r, uint64_t call_id,
+                                     bool starts_in_reasoning) const;
+  void submit(const std::shared_ptr<Call>& call, const SamplingParams& params, int32_t n);
   void on_call_done(uint64_t call_id, int32_t n_engine_requests);
 
   Engine& engine_;

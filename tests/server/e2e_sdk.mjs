@@ -112,6 +112,30 @@ for (const withTools of [false, true]) {
   });
 }
 
+await check('stop string: output cut before it, finish_reason stop, stream == non-stream', async () => {
+  const base = { model, messages: user('Say something long'), max_tokens: 24, seed: 21, ignore_eos: true };
+  const free = (await client.chat.completions.create(base)).choices[0].message.content;
+  // A stop string taken from the middle of the unconstrained output (first occurrence).
+  const chars = [...free];
+  let stop = null, cut = -1;
+  for (let i = Math.floor(chars.length / 2); i < chars.length - 1 && stop === null; ++i) {
+    const cand = chars.slice(i, i + 2).join('');
+    const at = free.indexOf(cand);
+    if (cand.trim().length === 2 && at > 0) { stop = cand; cut = at; }
+  }
+  assert.ok(stop, `no usable stop string in ${JSON.stringify(free)}`);
+  const r = await client.chat.completions.create({ ...base, stop: [stop] });
+  assert.equal(r.choices[0].finish_reason, 'stop');
+  assert.equal(r.choices[0].message.content, free.slice(0, cut));
+  assert.ok(r.usage.completion_tokens < 24);
+  const s = await collectChat(await client.chat.completions.create({
+    ...base, stop: [stop], stream: true, stream_options: { include_usage: true },
+  }));
+  assert.equal(s.choices[0].content, r.choices[0].message.content);
+  assert.equal(s.choices[0].finish_reason, 'stop');
+  assert.deepEqual(s.usage, r.usage);
+});
+
 await check('usage: cached tokens on a repeated prompt', async () => {
   const req = { model, messages: user(longPrompt + ' once more'), max_tokens: 4, seed: 3 };
   const a = await client.chat.completions.create(req);

@@ -219,6 +219,17 @@ void Scheduler::commit(const StepPlan& plan, std::span<const StepResult> results
     const bool decode = q.n_new == 1 && q.needs_logits && q.n_computed > 0;
     (decode ? counters_.decode_tokens : counters_.prefill_tokens) += q.n_new;
     if (!q.needs_logits) continue;
+    if (q.n_new > 1 && cfg_.enable_prefix_cache) {
+      // Prefill just completed: publish its full pages now, so requests running concurrently
+      // with the same prefix share them (the tree takes its own references).
+      const int32_t n_full =
+          std::min(s.n_computed / cfg_.page_size, static_cast<int32_t>(s.pages.size()));
+      if (n_full > 0) {
+        prefix_.insert(
+            std::span<const TokenId>(s.tokens.data(), static_cast<size_t>(n_full) * cfg_.page_size),
+            std::span<const PageId>(s.pages.data(), static_cast<size_t>(n_full)));
+      }
+    }
     DSS_CHECK(r < results.size(), "missing step result");
     const StepResult& res = results[r++];
     s.tokens.push_back(res.token);

@@ -180,6 +180,17 @@ TEST(SchedulerTimeline, PrefixHitPrefillsOnlyNewTokens) {
   EXPECT_EQ(t.radix().n_hit_tokens(), 8);
 }
 
+// The prompt's full pages are published when its prefill completes, so B (same prompt, arriving
+// while A still decodes) reuses A's 2 full pages at once.
+TEST(SchedulerTimeline, ConcurrentRequestsSharePrefixAfterPrefill) {
+  Timeline t(64, 4, 100);
+  t.arrive({0, "A", 10, 6, /*prompt_seed=*/9}).arrive({2, "B", 10, 2, /*prompt_seed=*/9});
+  const Steps s = t.run();
+  EXPECT_EQ(s[0], (std::vector<std::string>{"A:10"}));
+  EXPECT_EQ(s[2], (std::vector<std::string>{"A", "B:2"}));
+  EXPECT_EQ(t.finished().at("B").stats.n_cached_prompt, 8);
+}
+
 TEST(SchedulerTimeline, AbortMidPrefillAndMidDecodeFreesPages) {
   Timeline t(64, 4, 8);
   t.arrive({0, "A", 40, 8}).arrive({0, "B", 4, 50}).abort_at(2, "A").abort_at(9, "B");

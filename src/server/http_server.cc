@@ -306,9 +306,12 @@ struct HttpServer::Impl {
   std::atomic<int64_t> n_busy{0};  // connections with a request being answered (before ioc:
                                    // sessions destroyed with the ioc still count down)
   net::io_context ioc;
-  tcp::acceptor acceptor{ioc};
-  net::signal_set signals{ioc, SIGINT, SIGTERM};
-  net::steady_timer drain_timer{ioc};
+  // Listener, shutdown timer and signal reactions share one strand (acceptor.close() must not
+  // race with a pending accept's completion).
+  net::strand<net::io_context::executor_type> control{net::make_strand(ioc)};
+  tcp::acceptor acceptor{control};
+  net::signal_set signals{control, SIGINT, SIGTERM};
+  net::steady_timer drain_timer{control};
   std::atomic<bool> shutting_down{false};
   std::chrono::steady_clock::time_point shutdown_start;
   bool cancelled = false;
@@ -384,7 +387,7 @@ void HttpServer::run() {
   Impl& s = *impl_;
   s.accept();
   s.signals.async_wait([&s](beast::error_code ec, int) {
-    if (!ec) s.begin_shutdown();
+    if (!ec) net::post(s.control, [&s] { s.begin_shutdown(); });
   });
   std::vector<std::thread> threads;
   for (int i = 1; i < std::max(1, s.opts.n_io_threads); ++i)
@@ -394,7 +397,7 @@ void HttpServer::run() {
 }
 
 void HttpServer::request_shutdown() {
-  net::post(impl_->ioc, [this] { impl_->begin_shutdown(); });
+  net::post(impl_->control, [this] { impl_->begin_shutdown(); });
 }
 
 bool HttpServer::shutting_down() const { return impl_->shutting_down.load(); }

@@ -14,8 +14,9 @@ struct InitModelOptions {
   std::string out;
   std::string dtype = "fp8";
   uint64_t seed = 7;
-  int32_t vocab_size = 0;        // 0: the preset's
-  std::string tokenizer_dir;     // empty: $DSS_TOKENIZER_DIR, then <repo>/third_party/tokenizer/deepseek-v3
+  int32_t vocab_size = 0;  // 0: the preset's
+  std::string
+      tokenizer_dir;  // empty: $DSS_TOKENIZER_DIR, then <repo>/third_party/tokenizer/deepseek-v3
   bool quiet = false;
 };
 

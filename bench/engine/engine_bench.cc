@@ -36,8 +36,8 @@ double percentile(std::vector<double> v, double p) {
   return v[lo] + (v[hi] - v[lo]) * (idx - static_cast<double>(lo));
 }
 
-PhaseResult run_phase(dss::Engine& e, const std::vector<std::vector<dss::TokenId>>& prompts, int out_len,
-                      bool concurrent) {
+PhaseResult run_phase(dss::Engine& e, const std::vector<std::vector<dss::TokenId>>& prompts,
+                      int out_len, bool concurrent) {
   dss::EventCollector col;
   std::vector<dss::RequestId> ids;
   PhaseResult r;
@@ -97,9 +97,11 @@ int main(int argc, char** argv) {
   std::vector<std::vector<dss::TokenId>> prompts(static_cast<size_t>(n_req));
   for (auto& p : prompts) {
     p.resize(static_cast<size_t>(in_len));
-    for (auto& t : p) t = static_cast<dss::TokenId>(rng.next_u64() % static_cast<uint64_t>(std::min(V, 128000)));
+    for (auto& t : p)
+      t = static_cast<dss::TokenId>(rng.next_u64() % static_cast<uint64_t>(std::min(V, 128000)));
   }
-  std::fprintf(stderr, "engine_bench: %d requests x (%d in, %d out), %s\n", n_req, in_len, out_len, o.model_dir.c_str());
+  std::fprintf(stderr, "engine_bench: %d requests x (%d in, %d out), %s\n", n_req, in_len, out_len,
+               o.model_dir.c_str());
   const PhaseResult conc = run_phase(**e, prompts, out_len, true);
   std::fprintf(stderr, "  concurrent:    %.1f s, %.2f output tok/s\n", conc.wall_s, conc.tok_s());
   const PhaseResult seq = run_phase(**e, prompts, out_len, false);
@@ -110,9 +112,13 @@ int main(int argc, char** argv) {
   j["input_len"] = in_len;
   j["output_len"] = out_len;
   auto phase = [&](const PhaseResult& r) {
-    return dss::OrderedJson{{"wall_s", r.wall_s}, {"output_tokens", r.out_tokens}, {"output_tok_s", r.tok_s()},
-                            {"ttft_p50_s", percentile(r.ttft_s, 50)}, {"ttft_p99_s", percentile(r.ttft_s, 99)},
-                            {"e2e_p50_s", percentile(r.e2e_s, 50)}, {"e2e_p99_s", percentile(r.e2e_s, 99)}};
+    return dss::OrderedJson{{"wall_s", r.wall_s},
+                            {"output_tokens", r.out_tokens},
+                            {"output_tok_s", r.tok_s()},
+                            {"ttft_p50_s", percentile(r.ttft_s, 50)},
+                            {"ttft_p99_s", percentile(r.ttft_s, 99)},
+                            {"e2e_p50_s", percentile(r.e2e_s, 50)},
+                            {"e2e_p99_s", percentile(r.e2e_s, 99)}};
   };
   j["concurrent"] = phase(conc);
   j["one_at_a_time"] = phase(seq);

@@ -135,7 +135,8 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& o) {
   impl->sched = std::make_unique<Scheduler>(sc, *impl->pool, *impl->radix);
   const int32_t max_tokens = std::max(o.chunked_prefill_size, o.max_running_requests);
   impl->ws = std::make_unique<Workspace>(
-      c, WorkspaceLimits{max_tokens, impl->context_length, o.max_running_requests, impl->model->n_threads()});
+      c, WorkspaceLimits{max_tokens, impl->context_length, o.max_running_requests,
+                         impl->model->n_threads()});
   impl->sampler = std::make_unique<Sampler>(c.n_vocab);
   impl->builder = BatchBuilder(o.page_size);
   impl->logits.resize(static_cast<size_t>(o.max_running_requests) * c.n_vocab);

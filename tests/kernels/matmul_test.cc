@@ -48,7 +48,9 @@ inline RandomMatrix random_matrix(DType dt, int64_t rows, int64_t cols, Rng& rng
   r.m.data = r.data.data();
   if (dt == DType::kF8E4M3) {
     r.scales.resize(static_cast<size_t>(r.m.n_scale_rows() * r.m.n_scale_cols()));
-    for (auto& s : r.scales) s = std::exp2(static_cast<float>(static_cast<int>(rng.next_u64() % 12) - 14)) * (1.0f + rng.uniform());
+    for (auto& s : r.scales)
+      s = std::exp2(static_cast<float>(static_cast<int>(rng.next_u64() % 12) - 14)) *
+          (1.0f + rng.uniform());
     r.m.scales = r.scales.data();
   }
   return r;
@@ -61,12 +63,14 @@ namespace dss::cpu::HWY_NAMESPACE {
 
 void TestMatmulAllDtypes() {
   Rng rng(1234);
-  const int64_t shapes[][3] = {{1, 1, 1}, {3, 8, 16}, {80, 256, 1}, {130, 200, 5}, {257, 129, 4}, {64, 640, 9}, {7, 37, 3}};
+  const int64_t shapes[][3] = {{1, 1, 1},     {3, 8, 16},   {80, 256, 1}, {130, 200, 5},
+                               {257, 129, 4}, {64, 640, 9}, {7, 37, 3}};
   for (DType dt : {DType::kF32, DType::kBF16, DType::kF16, DType::kF8E4M3}) {
     for (const auto& s : shapes) {
       const int64_t rows = s[0], cols = s[1], n_tok = s[2];
       auto w = test::random_matrix(dt, rows, cols, rng);
-      std::vector<float> x(static_cast<size_t>(n_tok * cols)), y(static_cast<size_t>(n_tok * rows), -1.0f), ref(y.size());
+      std::vector<float> x(static_cast<size_t>(n_tok * cols)),
+          y(static_cast<size_t>(n_tok * rows), -1.0f), ref(y.size());
       for (auto& v : x) v = rng.normal();
       ref::matmul(w.m, x.data(), n_tok, ref.data());
       MatmulRows(w.m, x.data(), n_tok, y.data(), 0, rows);
@@ -75,8 +79,8 @@ void TestMatmulAllDtypes() {
       const double rms = std::sqrt(ss / static_cast<double>(ref.size())) + 1e-30;
       double worst = 0;
       for (size_t i = 0; i < y.size(); ++i) worst = std::max(worst, std::abs(y[i] - ref[i]) / rms);
-      EXPECT_LE(worst, 1e-5) << dtype_name(dt) << " " << rows << "x" << cols << " tok " << n_tok << " target "
-                             << hwy::TargetName(HWY_TARGET);
+      EXPECT_LE(worst, 1e-5) << dtype_name(dt) << " " << rows << "x" << cols << " tok " << n_tok
+                             << " target " << hwy::TargetName(HWY_TARGET);
     }
   }
 }

@@ -35,7 +35,9 @@ void TestDotAxpy() {
   for (int64_t n : test::kLengths) {
     auto a = test::randn(n, rng), b = test::randn(n, rng);
     const double want = ref::dot(a.data(), b.data(), n);
-    EXPECT_NEAR(Dot(a.data(), b.data(), n), want, 1e-5 * (std::sqrt(static_cast<double>(n)) + std::abs(want))) << n;
+    EXPECT_NEAR(Dot(a.data(), b.data(), n), want,
+                1e-5 * (std::sqrt(static_cast<double>(n)) + std::abs(want)))
+        << n;
     auto y = b;
     Axpy(0.75f, a.data(), y.data(), n);
     for (int64_t i = 0; i < n; ++i) EXPECT_FLOAT_EQ(y[i], b[i] + 0.75f * a[i]);

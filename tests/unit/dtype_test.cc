@@ -10,8 +10,8 @@ namespace {
 
 TEST(Fp8E4M3, DecodesKnownCodes) {
   EXPECT_EQ(fp8e4m3_to_f32(0x00), 0.0f);
-  EXPECT_EQ(fp8e4m3_to_f32(0x38), 1.0f);           // exp 7 (bias 7), mantissa 0
-  EXPECT_EQ(fp8e4m3_to_f32(0x7E), 448.0f);         // max finite
+  EXPECT_EQ(fp8e4m3_to_f32(0x38), 1.0f);    // exp 7 (bias 7), mantissa 0
+  EXPECT_EQ(fp8e4m3_to_f32(0x7E), 448.0f);  // max finite
   EXPECT_EQ(fp8e4m3_to_f32(0xFE), -448.0f);
   EXPECT_EQ(fp8e4m3_to_f32(0x01), std::ldexp(1.0f, -9));  // smallest subnormal (1/8 * 2^-6)
   EXPECT_EQ(fp8e4m3_to_f32(0x08), std::ldexp(1.0f, -6));  // smallest normal
@@ -41,7 +41,7 @@ TEST(Fp8E4M3, RoundsToNearestEvenAndSaturates) {
   EXPECT_EQ(f32_to_fp8e4m3(1.1875f), 0x3A);
   EXPECT_EQ(f32_to_fp8e4m3(1000.0f), 0x7E);
   EXPECT_EQ(f32_to_fp8e4m3(-1000.0f), 0xFE);
-  EXPECT_EQ(f32_to_fp8e4m3(std::ldexp(1.0f, -10)), 0x00);        // half the smallest subnormal: tie to 0
+  EXPECT_EQ(f32_to_fp8e4m3(std::ldexp(1.0f, -10)), 0x00);  // half the smallest subnormal: tie to 0
   EXPECT_EQ(f32_to_fp8e4m3(std::ldexp(1.5f, -10)), 0x01);
   // Every value decodes to the nearest grid point: brute-force check over a fine sweep.
   for (float x = -460.0f; x <= 460.0f; x += 0.0371f) {
@@ -74,7 +74,8 @@ TEST(F16, ConvertsBothWays) {
 }
 
 TEST(DType, NamesRoundTrip) {
-  for (DType t : {DType::kF32, DType::kBF16, DType::kF16, DType::kF8E4M3, DType::kI8, DType::kU8, DType::kI32, DType::kI64}) {
+  for (DType t : {DType::kF32, DType::kBF16, DType::kF16, DType::kF8E4M3, DType::kI8, DType::kU8,
+                  DType::kI32, DType::kI64}) {
     EXPECT_EQ(dtype_from_name(dtype_name(t)), t);
   }
   EXPECT_FALSE(dtype_from_name("F8_E5M2").has_value());

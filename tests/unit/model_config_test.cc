@@ -52,8 +52,9 @@ TEST(ModelConfig, ParsesGoldenConfigs) {
 }
 
 TEST(ModelConfig, MissingKeysAreNamed) {
-  for (const char* key : {"hidden_size", "kv_lora_rank", "qk_rope_head_dim", "n_routed_experts", "num_experts_per_tok",
-                          "first_k_dense_replace", "vocab_size", "architectures", "routed_scaling_factor"}) {
+  for (const char* key : {"hidden_size", "kv_lora_rank", "qk_rope_head_dim", "n_routed_experts",
+                          "num_experts_per_tok", "first_k_dense_replace", "vocab_size",
+                          "architectures", "routed_scaling_factor"}) {
     Json j = v3_671b();
     j.erase(key);
     auto c = ModelConfig::from_hf_json(j);
@@ -63,11 +64,15 @@ TEST(ModelConfig, MissingKeysAreNamed) {
 }
 
 TEST(ModelConfig, RejectsUnsupportedValues) {
-  struct Case { const char* key; Json value; };
-  for (const Case& k : {Case{"architectures", Json::array({"MixtralForCausalLM"})}, Case{"scoring_func", "softmax"},
-                        Case{"hidden_act", "gelu"}, Case{"topk_method", "greedy"}, Case{"q_lora_rank", nullptr},
-                        Case{"n_group", 7}, Case{"topk_group", 9}, Case{"hidden_size", -1}, Case{"kv_lora_rank", "512"},
-                        Case{"qk_rope_head_dim", 63}}) {
+  struct Case {
+    const char* key;
+    Json value;
+  };
+  for (const Case& k :
+       {Case{"architectures", Json::array({"MixtralForCausalLM"})}, Case{"scoring_func", "softmax"},
+        Case{"hidden_act", "gelu"}, Case{"topk_method", "greedy"}, Case{"q_lora_rank", nullptr},
+        Case{"n_group", 7}, Case{"topk_group", 9}, Case{"hidden_size", -1},
+        Case{"kv_lora_rank", "512"}, Case{"qk_rope_head_dim", 63}}) {
     Json j = v3_671b();
     j[k.key] = k.value;
     auto c = ModelConfig::from_hf_json(j);

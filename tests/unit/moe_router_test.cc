@@ -24,8 +24,9 @@ ModelConfig small_config() {
 }
 
 // Reference, written independently: sort-based selection.
-void route_ref(const ModelConfig& c, const std::vector<float>& logits, const std::vector<float>& bias,
-               std::vector<int>& experts, std::vector<float>& weights) {
+void route_ref(const ModelConfig& c, const std::vector<float>& logits,
+               const std::vector<float>& bias, std::vector<int>& experts,
+               std::vector<float>& weights) {
   const int E = c.n_experts, G = c.n_expert_groups, P = E / G;
   std::vector<double> s(E), sb(E);
   for (int e = 0; e < E; ++e) {
@@ -76,7 +77,8 @@ TEST(MoeRouter, MatchesReferenceOnRandomInputs) {
 
 TEST(MoeRouter, MaskedGroupsLoseEvenWithNegativeBiasedScores) {
   // All biased scores negative: masking the dropped groups with 0 instead of -inf would let
-  // their experts win. Groups 0 and 1 have the highest top-2 sums; only their experts may be chosen.
+  // their experts win. Groups 0 and 1 have the highest top-2 sums; only their experts may be
+  // chosen.
   ModelConfig c = small_config();
   std::vector<float> logits(16, 0.0f), bias(16, -2.0f);
   for (int e = 0; e < 8; ++e) bias[e] = -1.0f;  // groups 0, 1 better

@@ -29,7 +29,8 @@ TEST(Rope, YarnRampFor671B) {
     const double want = f / 40.0 * ramp + f * (1.0 - ramp);
     EXPECT_NEAR(t.freqs()[i], want, want * 1e-6) << i;
   }
-  EXPECT_NEAR(t.freqs()[16] / std::pow(10000.0, -32.0 / 64.0), 1.0 - 6.0 / 13.0 * (1 - 1.0 / 40.0), 1e-6);
+  EXPECT_NEAR(t.freqs()[16] / std::pow(10000.0, -32.0 / 64.0), 1.0 - 6.0 / 13.0 * (1 - 1.0 / 40.0),
+              1e-6);
 }
 
 TEST(Rope, TinyV3CorrectionRangeIs0To3) {

@@ -16,7 +16,8 @@ namespace {
 namespace fs = std::filesystem;
 
 std::string tmp_path(const std::string& name) {
-  return (fs::temp_directory_path() / ("dss_st_" + std::to_string(::getpid()) + "_" + name)).string();
+  return (fs::temp_directory_path() / ("dss_st_" + std::to_string(::getpid()) + "_" + name))
+      .string();
 }
 
 void write_raw(const std::string& path, const std::string& header, size_t data_bytes) {
@@ -32,7 +33,8 @@ TEST(Safetensors, RoundTrip) {
   std::vector<uint8_t> a(2 * 3 * 4), b(5 * 2);
   for (size_t i = 0; i < a.size(); ++i) a[i] = static_cast<uint8_t>(i);
   for (size_t i = 0; i < b.size(); ++i) b[i] = static_cast<uint8_t>(100 + i);
-  ASSERT_TRUE(write_safetensors(p, {{"w", DType::kF32, {2, 3}, &a}, {"v", DType::kBF16, {5}, &b}}).is_ok());
+  ASSERT_TRUE(
+      write_safetensors(p, {{"w", DType::kF32, {2, 3}, &a}, {"v", DType::kBF16, {5}, &b}}).is_ok());
   auto st = SafetensorsFile::open(p);
   ASSERT_TRUE(st.is_ok()) << st.message();
   EXPECT_EQ(st->names(), (std::vector<std::string>{"w", "v"}));  // F32 before BF16
@@ -67,12 +69,19 @@ struct BadHeader {
 TEST(Safetensors, RejectsMalformedHeadersWithNamedTensor) {
   const std::vector<BadHeader> cases = {
       {"not_json", "{oops", 0, "corrupt header"},
-      {"bad_dtype", R"({"t":{"dtype":"Q4","shape":[2],"data_offsets":[0,2]}})", 2, "tensor 't': unsupported dtype"},
-      {"size_mismatch", R"({"t":{"dtype":"F32","shape":[2],"data_offsets":[0,4]}})", 4, "tensor 't': byte range"},
-      {"past_end", R"({"t":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})", 4, "tensor 't': data ends"},
-      {"no_offsets", R"({"t":{"dtype":"F32","shape":[2]}})", 8, "tensor 't': missing or malformed data_offsets"},
-      {"neg_shape", R"({"t":{"dtype":"F32","shape":[-2],"data_offsets":[0,8]}})", 8, "tensor 't': shape"},
-      {"overlap", R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"b":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}})", 12, "overlaps"},
+      {"bad_dtype", R"({"t":{"dtype":"Q4","shape":[2],"data_offsets":[0,2]}})", 2,
+       "tensor 't': unsupported dtype"},
+      {"size_mismatch", R"({"t":{"dtype":"F32","shape":[2],"data_offsets":[0,4]}})", 4,
+       "tensor 't': byte range"},
+      {"past_end", R"({"t":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})", 4,
+       "tensor 't': data ends"},
+      {"no_offsets", R"({"t":{"dtype":"F32","shape":[2]}})", 8,
+       "tensor 't': missing or malformed data_offsets"},
+      {"neg_shape", R"({"t":{"dtype":"F32","shape":[-2],"data_offsets":[0,8]}})", 8,
+       "tensor 't': shape"},
+      {"overlap",
+       R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"b":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}})",
+       12, "overlaps"},
   };
   for (const auto& c : cases) {
     const std::string p = tmp_path(c.name);

@@ -38,7 +38,8 @@ inline void Axpy(float a, const float* HWY_RESTRICT x, float* HWY_RESTRICT y, in
   const int64_t N = static_cast<int64_t>(hn::Lanes(df));
   const auto va = hn::Set(df, a);
   int64_t i = 0;
-  for (; i + N <= n; i += N) hn::StoreU(hn::MulAdd(va, hn::LoadU(df, x + i), hn::LoadU(df, y + i)), df, y + i);
+  for (; i + N <= n; i += N)
+    hn::StoreU(hn::MulAdd(va, hn::LoadU(df, x + i), hn::LoadU(df, y + i)), df, y + i);
   for (; i < n; ++i) y[i] += a * x[i];
 }
 

@@ -9,7 +9,8 @@ void matmul(const Matrix& w, const float* x, int64_t n_tok, float* y) {
   for (int64_t t = 0; t < n_tok; ++t) {
     for (int64_t r = 0; r < w.n_rows; ++r) {
       double acc = 0.0;
-      for (int64_t c = 0; c < w.n_cols; ++c) acc += static_cast<double>(w.at(r, c)) * x[t * w.n_cols + c];
+      for (int64_t c = 0; c < w.n_cols; ++c)
+        acc += static_cast<double>(w.at(r, c)) * x[t * w.n_cols + c];
       y[t * w.n_rows + r] = static_cast<float>(acc);
     }
   }
@@ -34,7 +35,8 @@ void softmax(float* x, int64_t n) {
   const float m = *std::max_element(x, x + n);
   double sum = 0.0;
   for (int64_t i = 0; i < n; ++i) sum += std::exp(static_cast<double>(x[i]) - m);
-  for (int64_t i = 0; i < n; ++i) x[i] = static_cast<float>(std::exp(static_cast<double>(x[i]) - m) / sum);
+  for (int64_t i = 0; i < n; ++i)
+    x[i] = static_cast<float>(std::exp(static_cast<double>(x[i]) - m) / sum);
 }
 
 void rope_interleaved(float* x, int64_t d, const float* cos, const float* sin) {

@@ -9,6 +9,9 @@ void add_engine_flags(CLI::App* cmd, EngineOptions& o, bool model_required) {
   cmd->add_option("--page-size", o.page_size, "Tokens per KV-cache page (any value >= 1)")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
+  cmd->add_option("--kv-cache-dtype", o.kv_cache_dtype, "KV-cache storage: bf16 | f32")
+      ->check(CLI::IsMember({"bf16", "f32"}))
+      ->capture_default_str();
   cmd->add_option("--kv-cache-memory", o.kv_cache_memory_bytes,
                   "KV-cache pool size in bytes (default: --kv-cache-fraction of available memory)");
   cmd->add_option("--kv-cache-fraction", o.kv_cache_fraction,

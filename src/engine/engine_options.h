@@ -7,8 +7,9 @@
 namespace dss {
 
 struct EngineOptions {
-  std::string model_dir;   // --model
-  int32_t page_size = 64;  // --page-size (tokens per KV page; any value >= 1)
+  std::string model_dir;                // --model
+  int32_t page_size = 64;               // --page-size (tokens per KV page; any value >= 1)
+  std::string kv_cache_dtype = "bf16";  // --kv-cache-dtype bf16 | f32
   int64_t kv_cache_memory_bytes =
       0;  // --kv-cache-memory (0: --kv-cache-fraction of available memory)
   double kv_cache_fraction = 0.25;  // --kv-cache-fraction of MemAvailable, capped by what is useful

@@ -22,6 +22,7 @@ struct KvLayout {
   int32_t page_size = 64;  // tokens per page
   int32_t d_index = 0;     // V3.2 indexer key width (0: none); the row then also holds d_index
                            // e4m3 values (as f32) and their one power-of-two scale
+  bool bf16 = false;       // storage dtype: bf16 (halves the bytes) or f32
   int32_t d_index_offset() const { return d_latent + d_rope; }
   int32_t d_row() const { return d_latent + d_rope + (d_index > 0 ? d_index + 1 : 0); }
 };
@@ -33,20 +34,18 @@ class KvCache {
   const KvLayout& layout() const { return layout_; }
   int32_t n_pages() const { return n_pages_; }
   int32_t n_slots() const { return n_pages_ * layout_.page_size; }
-  // Row of one slot: [d_latent] latent, then [d_rope] rope key.
-  float* row(int32_t i_layer, int32_t slot) {
-    return data_[static_cast<size_t>(i_layer)].data() + static_cast<size_t>(slot) * layout_.d_row();
-  }
-  const float* row(int32_t i_layer, int32_t slot) const {
-    return data_[static_cast<size_t>(i_layer)].data() + static_cast<size_t>(slot) * layout_.d_row();
-  }
+  // Writes / reads one slot's whole row ([d_row] f32 values), converting to / from the storage
+  // dtype (bf16: round to nearest even).
+  void store(int32_t i_layer, int32_t slot, const float* row);
+  void load(int32_t i_layer, int32_t slot, float* row) const;
   size_t bytes_per_page() const;
   size_t bytes_per_token() const;  // over all layers
 
  private:
   KvLayout layout_;
   int32_t n_pages_;
-  std::vector<std::vector<float>> data_;  // [n_layers][n_slots * d_row]
+  std::vector<std::vector<float>> data_;       // f32 storage: [n_layers][n_slots * d_row]
+  std::vector<std::vector<uint16_t>> data16_;  // bf16 storage: [n_layers][n_slots * d_row]
 };
 
 }  // namespace dss

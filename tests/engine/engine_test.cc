@@ -34,6 +34,7 @@ EngineOptions opts(int32_t page = 16, int32_t max_total_tokens = 0) {
   o.context_length = 512;
   o.debug_integrity = true;
   o.kv_cache_memory_bytes = 64 << 20;
+  o.kv_cache_dtype = "f32";  // compared with f32 single-sequence runs
   return o;
 }
 
@@ -199,6 +200,47 @@ TEST(Engine, PreemptionUnderATinyPoolStillCompletesEveryRequest) {
   for (const auto& [id, prompt, n] : subs)
     EXPECT_EQ(col.get(id).tokens, alone(**m, prompt, n)) << id;
   EXPECT_GT((*e)->stats().preemptions, 0);
+  expect_pages_accounted(**e);
+}
+
+// The default bf16 KV cache: batched greedy equals each request run alone with a bf16 cache too,
+// and the pool holds twice the pages of f32 in the same memory.
+TEST(Engine, Bf16KvCacheBatchedEqualsAlone) {
+  auto m = Model::load(LoadOptions{kModel});
+  ASSERT_TRUE(m.is_ok());
+  EngineOptions o = opts();
+  o.kv_cache_dtype = "bf16";
+  auto e = Engine::create(o);
+  ASSERT_TRUE(e.is_ok()) << e.message();
+  auto e32 = Engine::create(opts());
+  ASSERT_TRUE(e32.is_ok());
+  // Same memory, half the bytes per page: floor(M / (b/2)) is 2 * floor(M / b) or one more.
+  EXPECT_GE((*e)->stats().kv_pages_total, 2 * (*e32)->stats().kv_pages_total);
+  EXPECT_LE((*e)->stats().kv_pages_total, 2 * (*e32)->stats().kv_pages_total + 1);
+  Rng rng(23);
+  EventCollector col;
+  std::vector<std::tuple<RequestId, std::vector<TokenId>, int32_t>> subs;
+  for (int i = 0; i < 8; ++i) {
+    std::vector<TokenId> prompt(1 + rng.next_u64() % 100);
+    for (auto& t : prompt) t = static_cast<TokenId>(rng.next_u64() % 2048);
+    const int32_t n = 1 + static_cast<int32_t>(rng.next_u64() % 12);
+    auto id = (*e)->submit(greedy(prompt, n), col.sink());
+    ASSERT_TRUE(id.is_ok());
+    subs.emplace_back(*id, prompt, n);
+  }
+  col.wait_done(8);
+  for (const auto& [id, prompt, n] : subs) {
+    SequenceRunner r(**m, static_cast<int32_t>(prompt.size()) + n, 64, 512, /*kv_bf16=*/true);
+    std::vector<TokenId> want;
+    const int32_t V = (*m)->config().n_vocab;
+    auto argmax = [&](const float* lg) {
+      return static_cast<TokenId>(std::max_element(lg, lg + V) - lg);
+    };
+    r.prefill(prompt, false,
+              [&](int32_t, int32_t, const float* lg) { want.push_back(argmax(lg)); });
+    while (static_cast<int32_t>(want.size()) < n) want.push_back(argmax(r.decode(want.back())));
+    EXPECT_EQ(col.get(id).tokens, want) << id;
+  }
   expect_pages_accounted(**e);
 }
 

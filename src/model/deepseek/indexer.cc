@@ -24,12 +24,12 @@ inline int32_t slot_at(const ForwardBatch& b, int32_t i_seq, int32_t pos, int32_
 }
 }  // namespace
 
-void Model::indexer_keys(int32_t i_layer, const ForwardBatch& b, KvCache& kv, Workspace& ws) const {
+void Model::indexer_keys(int32_t i_layer, const ForwardBatch& b, Workspace& ws) const {
   const ModelConfig& c = cfg_;
   const IndexerWeights& w = w_.layers[static_cast<size_t>(i_layer)].mla.indexer;
   const int32_t T = b.n_tokens(), HI = c.index_n_heads, D = c.index_head_dim,
                 n_pairs = c.d_rope / 2;
-  const int32_t off = kv.layout().d_index_offset();
+  const int32_t off = c.kv_lora_rank + c.d_rope, d_row = off + D + 1;
   mm(w.wk, ws.xn.data(), T, ws.idx_k.data());
   mm(w.wq_b, ws.q_a.data(), T, ws.idx_q.data());  // q_a holds cq (after q_a_layernorm)
   mm(w.weights_proj, ws.xn.data(), T, ws.idx_w.data());
@@ -40,7 +40,7 @@ void Model::indexer_keys(int32_t i_layer, const ForwardBatch& b, KvCache& kv, Wo
     layer_norm(k, w.k_norm_w.data(), w.k_norm_b.data(), D, 1e-6f, k);
     rope_rotate_half_split(k, n_pairs, ws.rope_cos.data(), ws.rope_sin.data());
     hadamard_transform(k, D);
-    float* row = kv.row(i_layer, b.kv_write_slots[static_cast<size_t>(t)]) + off;
+    float* row = ws.kv_new.data() + static_cast<size_t>(t) * d_row + off;
     row[D] = act_quant_ue8m0(k, D, row);
     for (int32_t h = 0; h < HI; ++h) {
       float* q = ws.idx_q.data() + (static_cast<size_t>(t) * HI + h) * D;
@@ -53,48 +53,47 @@ void Model::indexer_keys(int32_t i_layer, const ForwardBatch& b, KvCache& kv, Wo
   }
 }
 
-void Model::indexer_select(int32_t i_layer, const ForwardBatch& b, const KvCache& kv,
+void Model::indexer_select(int32_t i_layer, const ForwardBatch& b, int32_t i_seq, int32_t d_row,
                            Workspace& ws) const {
   const ModelConfig& c = cfg_;
   const int32_t HI = c.index_n_heads, D = c.index_head_dim, K = c.index_topk;
-  const int32_t off = kv.layout().d_index_offset(), page = kv.layout().page_size;
+  const int32_t off = c.kv_lora_rank + c.d_rope;
   const auto S = static_cast<size_t>(ws.limits.max_kv_len);
-  for (int32_t i_seq = 0; i_seq < b.n_seqs(); ++i_seq) {
-    const int32_t t_begin = b.seq_token_begin[static_cast<size_t>(i_seq)];
-    const int32_t t_end = b.seq_token_begin[static_cast<size_t>(i_seq) + 1];
-    pool_->parallel_for(t_end - t_begin, 1, [&](int64_t i0, int64_t i1, int32_t i_thread) {
-      float* score = ws.idx_scores.data() + static_cast<size_t>(i_thread) * S;
-      int32_t* order = ws.idx_order.data() + static_cast<size_t>(i_thread) * S;
-      for (int64_t i = i0; i < i1; ++i) {
-        const auto t = static_cast<int32_t>(t_begin + i);
-        const int32_t pos = b.positions[static_cast<size_t>(t)];
-        if (pos + 1 <= K) {  // every causal position is selected: dense
-          ws.n_sel[static_cast<size_t>(t)] = -1;
-          continue;
-        }
-        const float* q = ws.idx_q.data() + static_cast<size_t>(t) * HI * D;
-        const float* coef = ws.idx_w.data() + static_cast<size_t>(t) * HI;
-        for (int32_t s = 0; s <= pos; ++s) {
-          const float* k = kv.row(i_layer, slot_at(b, i_seq, s, page)) + off;
-          float acc = 0.0f;
-          for (int32_t h = 0; h < HI; ++h)
-            acc += coef[h] * std::max(0.0f, cpu::dot(q + static_cast<size_t>(h) * D, k, D));
-          score[s] = acc * k[D];
-          order[s] = s;
-        }
-        std::partial_sort(order, order + K, order + pos + 1, [&](int32_t x, int32_t y) {
-          return score[x] > score[y] || (score[x] == score[y] && x < y);
-        });
-        int32_t* sel = ws.sel.data() + static_cast<size_t>(t) * K;
-        std::copy(order, order + K, sel);
-        std::sort(sel, sel + K);
-        ws.n_sel[static_cast<size_t>(t)] = K;
+  const int32_t t_begin = b.seq_token_begin[static_cast<size_t>(i_seq)];
+  const int32_t t_end = b.seq_token_begin[static_cast<size_t>(i_seq) + 1];
+  pool_->parallel_for(t_end - t_begin, 1, [&](int64_t i0, int64_t i1, int32_t i_thread) {
+    float* score = ws.idx_scores.data() + static_cast<size_t>(i_thread) * S;
+    int32_t* order = ws.idx_order.data() + static_cast<size_t>(i_thread) * S;
+    for (int64_t i = i0; i < i1; ++i) {
+      const auto t = static_cast<int32_t>(t_begin + i);
+      const int32_t pos = b.positions[static_cast<size_t>(t)];
+      if (pos + 1 <= K) {  // every causal position is selected: dense
+        ws.n_sel[static_cast<size_t>(t)] = -1;
+        continue;
       }
-    });
-  }
+      const float* q = ws.idx_q.data() + static_cast<size_t>(t) * HI * D;
+      const float* coef = ws.idx_w.data() + static_cast<size_t>(t) * HI;
+      for (int32_t s = 0; s <= pos; ++s) {
+        const float* k = ws.kv_rows.data() + static_cast<size_t>(s) * d_row + off;
+        float acc = 0.0f;
+        for (int32_t h = 0; h < HI; ++h) {
+          acc += coef[h] * std::max(0.0f, cpu::dot(q + static_cast<size_t>(h) * D, k, D));
+        }
+        score[s] = acc * k[D];
+        order[s] = s;
+      }
+      std::partial_sort(order, order + K, order + pos + 1, [&](int32_t x, int32_t y) {
+        return score[x] > score[y] || (score[x] == score[y] && x < y);
+      });
+      int32_t* sel = ws.sel.data() + static_cast<size_t>(t) * K;
+      std::copy(order, order + K, sel);
+      std::sort(sel, sel + K);
+      ws.n_sel[static_cast<size_t>(t)] = K;
+    }
+  });
   if (ws.trace != nullptr) {
     auto& layer = ws.trace->index_sel[static_cast<size_t>(i_layer)];
-    for (int32_t t = 0; t < b.n_tokens(); ++t) {
+    for (int32_t t = t_begin; t < t_end; ++t) {
       const int32_t n = ws.n_sel[static_cast<size_t>(t)];
       const int32_t pos = b.positions[static_cast<size_t>(t)];
       if (n < 0) {

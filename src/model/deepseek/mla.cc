@@ -40,7 +40,7 @@ void Model::mla(int32_t i_layer, const ForwardBatch& b, KvCache& kv, Workspace& 
   for (int32_t t = 0; t < T; ++t) {
     rope_.angles(b.positions[static_cast<size_t>(t)], ws.rope_cos.data(), ws.rope_sin.data());
     const float* kva = ws.kv_a.data() + static_cast<size_t>(t) * (R + c.d_rope);
-    float* row = kv.row(i_layer, b.kv_write_slots[static_cast<size_t>(t)]);
+    float* row = ws.kv_new.data() + static_cast<size_t>(t) * kv.layout().d_row();
     cpu::rmsnorm(kva, w.kv_a_norm, R, c.rms_eps, row);
     if (w.has_indexer) {  // V3.2 simulates an FP8 latent cache: e4m3 per 128 values, then back
       for (int32_t j = 0; j < R; j += 128) {
@@ -55,14 +55,24 @@ void Model::mla(int32_t i_layer, const ForwardBatch& b, KvCache& kv, Workspace& 
       rope_rotate_interleaved(q_pe, n_pairs, ws.rope_cos.data(), ws.rope_sin.data());
     }
   }
-  if (w.has_indexer) {
-    indexer_keys(i_layer, b, kv, ws);
-    indexer_select(i_layer, b, kv, ws);
+  if (w.has_indexer) indexer_keys(i_layer, b, ws);  // into the new rows' indexer part
+  const int32_t d_row = kv.layout().d_row();
+  for (int32_t t = 0; t < T; ++t) {
+    kv.store(i_layer, b.kv_write_slots[static_cast<size_t>(t)],
+             ws.kv_new.data() + static_cast<size_t>(t) * d_row);
   }
   for (int32_t s = 0; s < b.n_seqs(); ++s) {
     const int32_t n_new =
         b.seq_token_begin[static_cast<size_t>(s) + 1] - b.seq_token_begin[static_cast<size_t>(s)];
     if (n_new == 0) continue;
+    // The sequence's cache rows as f32 (converted from the storage dtype), [kv_len, d_row].
+    const int32_t L = b.seq_kv_len[static_cast<size_t>(s)];
+    DSS_CHECK(L <= ws.limits.max_kv_len, "kv_len ", L, " > workspace ", ws.limits.max_kv_len);
+    for (int32_t p = 0; p < L; ++p) {
+      kv.load(i_layer, slot_of(b, s, p, kv.layout().page_size),
+              ws.kv_rows.data() + static_cast<size_t>(p) * d_row);
+    }
+    if (w.has_indexer) indexer_select(i_layer, b, s, d_row, ws);
     const bool naive = path == AttnPath::kNaive || (path == AttnPath::kAuto && n_new > 1);
     if (naive) {
       mla_naive(i_layer, b, s, kv, ws);
@@ -78,14 +88,14 @@ void Model::mla_naive(int32_t i_layer, const ForwardBatch& b, int32_t i_seq, con
   const ModelConfig& c = cfg_;
   const MlaWeights& w = w_.layers[static_cast<size_t>(i_layer)].mla;
   const int32_t H = c.n_heads, d_qk = c.d_qk(), R = c.kv_lora_rank, d_kv = c.d_nope + c.d_v;
-  const int32_t page = kv.layout().page_size;
+  const int32_t d_row = kv.layout().d_row();
   const int32_t t_begin = b.seq_token_begin[static_cast<size_t>(i_seq)];
   const int32_t t_end = b.seq_token_begin[static_cast<size_t>(i_seq) + 1];
   const int32_t L = b.seq_kv_len[static_cast<size_t>(i_seq)];
   DSS_CHECK(L <= ws.limits.max_kv_len, "kv_len ", L, " > workspace ", ws.limits.max_kv_len);
   // Expand K_nope and V for every cached position: [L, H * (d_nope + d_v)].
   for (int32_t p = 0; p < L; ++p) {
-    const float* row = kv.row(i_layer, slot_of(b, i_seq, p, page));
+    const float* row = ws.kv_rows.data() + static_cast<size_t>(p) * kv.layout().d_row();
     std::copy(row, row + R, ws.lat.data() + static_cast<size_t>(p) * R);
   }
   mm(w.kv_b, ws.lat.data(), L, ws.kv_exp.data());
@@ -106,7 +116,7 @@ void Model::mla_naive(int32_t i_layer, const ForwardBatch& b, int32_t i_seq, con
         for (int32_t i = 0; i < n_ps; ++i) {
           const int32_t p = ps[i];
           const float* k_nope = ws.kv_exp.data() + (static_cast<size_t>(p) * H + h) * d_kv;
-          const float* k_pe = kv.row(i_layer, slot_of(b, i_seq, p, page)) + R;
+          const float* k_pe = ws.kv_rows.data() + static_cast<size_t>(p) * d_row + R;
           sc[i] = scale * (cpu::dot(q, k_nope, c.d_nope) + cpu::dot(q + c.d_nope, k_pe, c.d_rope));
         }
         cpu::softmax(sc, n_ps);
@@ -127,7 +137,7 @@ void Model::mla_absorbed(int32_t i_layer, const ForwardBatch& b, int32_t i_seq, 
   const ModelConfig& c = cfg_;
   const MlaWeights& w = w_.layers[static_cast<size_t>(i_layer)].mla;
   const int32_t H = c.n_heads, d_qk = c.d_qk(), R = c.kv_lora_rank, d_kv = c.d_nope + c.d_v;
-  const int32_t page = kv.layout().page_size;
+  const int32_t d_row = kv.layout().d_row();
   const int32_t t_begin = b.seq_token_begin[static_cast<size_t>(i_seq)];
   const int32_t t_end = b.seq_token_begin[static_cast<size_t>(i_seq) + 1];
   const int32_t L = b.seq_kv_len[static_cast<size_t>(i_seq)];
@@ -153,13 +163,13 @@ void Model::mla_absorbed(int32_t i_layer, const ForwardBatch& b, int32_t i_seq, 
             n_sel < 0 ? ws.iota.data() : ws.sel.data() + static_cast<size_t>(t) * c.index_topk;
         const int32_t n_ps = n_sel < 0 ? pos + 1 : n_sel;
         for (int32_t i = 0; i < n_ps; ++i) {
-          const float* row = kv.row(i_layer, slot_of(b, i_seq, ps[i], page));
+          const float* row = ws.kv_rows.data() + static_cast<size_t>(ps[i]) * d_row;
           sc[i] = scale * (cpu::dot(q_abs, row, R) + cpu::dot(q + c.d_nope, row + R, c.d_rope));
         }
         cpu::softmax(sc, n_ps);
         std::fill(o_lat, o_lat + R, 0.0f);
         for (int32_t i = 0; i < n_ps; ++i)
-          cpu::axpy(sc[i], kv.row(i_layer, slot_of(b, i_seq, ps[i], page)), o_lat, R);
+          cpu::axpy(sc[i], ws.kv_rows.data() + static_cast<size_t>(ps[i]) * d_row, o_lat, R);
         // o_h = W_UV_h o_lat  (d_v)
         float* o = ws.attn.data() + (static_cast<size_t>(t) * H + h) * c.d_v;
         for (int32_t j = 0; j < c.d_v; ++j)

@@ -38,7 +38,7 @@ class Model {
   const ModelConfig& config() const { return cfg_; }
   const ModelWeights& weights() const { return w_; }
   const Checkpoint& checkpoint() const { return ck_; }
-  KvLayout kv_layout(int32_t page_size) const;
+  KvLayout kv_layout(int32_t page_size, bool bf16 = false) const;
   int32_t n_threads() const { return pool_->n_threads(); }
   ThreadPool& pool() const { return *pool_; }
 
@@ -59,8 +59,9 @@ class Model {
            Workspace& ws) const;
   void moe(int32_t i_layer, const MoeWeights& m, int32_t n_tok, Workspace& ws) const;
   // V3.2 indexer: keys (cache) and query scores for the step's tokens, then per-token selections.
-  void indexer_keys(int32_t i_layer, const ForwardBatch& b, KvCache& kv, Workspace& ws) const;
-  void indexer_select(int32_t i_layer, const ForwardBatch& b, const KvCache& kv,
+  // Keys go into ws.kv_new (the step's new rows); selection reads ws.kv_rows (one sequence).
+  void indexer_keys(int32_t i_layer, const ForwardBatch& b, Workspace& ws) const;
+  void indexer_select(int32_t i_layer, const ForwardBatch& b, int32_t i_seq, int32_t d_row,
                       Workspace& ws) const;
 
   ModelConfig cfg_;

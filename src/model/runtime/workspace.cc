@@ -17,6 +17,10 @@ Workspace::Workspace(const ModelConfig& c, const WorkspaceLimits& lim) : limits(
   attn.resize(T * static_cast<size_t>(c.n_heads * c.d_v));
   rope_cos.resize(static_cast<size_t>(c.d_rope / 2));
   rope_sin.resize(static_cast<size_t>(c.d_rope / 2));
+  const size_t d_row = static_cast<size_t>(c.kv_lora_rank + c.d_rope) +
+                       (c.index_head_dim > 0 ? static_cast<size_t>(c.index_head_dim) + 1 : 0);
+  kv_new.resize(T * d_row);
+  kv_rows.resize(S * d_row);
   lat.resize(S * static_cast<size_t>(c.kv_lora_rank));
   kv_exp.resize(S * static_cast<size_t>(c.n_heads * (c.d_nope + c.d_v)));
   const auto nt = static_cast<size_t>(std::max(1, lim.n_threads));

@@ -35,6 +35,8 @@ struct Workspace {
   std::vector<float> attn;                // n_heads * d_v
   std::vector<float> rope_cos, rope_sin;  // d_rope / 2
   // Attention scratch.
+  std::vector<float> kv_new;        // [max_tokens, d_row] the step's new cache rows (f32)
+  std::vector<float> kv_rows;       // [max_kv_len, d_row] one sequence's cache rows as f32
   std::vector<float> lat;           // [max_kv_len, kv_lora_rank] gathered latents (naive)
   std::vector<float> kv_exp;        // [max_kv_len, n_heads * (d_nope + d_v)] (naive)
   std::vector<float> scores;        // [n_threads, max_kv_len]

@@ -20,6 +20,24 @@ inline int32_t slot_of(const ForwardBatch& b, int32_t i_seq, int32_t pos, int32_
   DSS_DCHECK(page != kNoPage, "no page for pos ", pos);
   return page * page_size + pos % page_size;
 }
+// The tokens [t_begin, t_end) of sequence i_seq and its kv length after this step.
+struct SeqRange {
+  int32_t t_begin, t_end, kv_len;
+};
+inline SeqRange seq_range(const ForwardBatch& b, int32_t i_seq) {
+  return {b.seq_token_begin[static_cast<size_t>(i_seq)],
+          b.seq_token_begin[static_cast<size_t>(i_seq) + 1],
+          b.seq_kv_len[static_cast<size_t>(i_seq)]};
+}
+
+// Positions token t (at position pos) attends to: the V3.2 indexer's selection, or every
+// position <= pos (ws.n_sel[t] < 0: dense). Sets n.
+inline const int32_t* attended_positions(const Workspace& ws, int32_t t, int32_t pos, int32_t topk,
+                                         int32_t& n) {
+  const int32_t n_sel = ws.n_sel[static_cast<size_t>(t)];
+  n = n_sel < 0 ? pos + 1 : n_sel;
+  return n_sel < 0 ? ws.iota.data() : ws.sel.data() + static_cast<size_t>(t) * topk;
+}
 }  // namespace
 
 void Model::mla(int32_t i_layer, const ForwardBatch& b, KvCache& kv, Workspace& ws,
@@ -89,10 +107,7 @@ void Model::mla_naive(int32_t i_layer, const ForwardBatch& b, int32_t i_seq, con
   const MlaWeights& w = w_.layers[static_cast<size_t>(i_layer)].mla;
   const int32_t H = c.n_heads, d_qk = c.d_qk(), R = c.kv_lora_rank, d_kv = c.d_nope + c.d_v;
   const int32_t d_row = kv.layout().d_row();
-  const int32_t t_begin = b.seq_token_begin[static_cast<size_t>(i_seq)];
-  const int32_t t_end = b.seq_token_begin[static_cast<size_t>(i_seq) + 1];
-  const int32_t L = b.seq_kv_len[static_cast<size_t>(i_seq)];
-  DSS_CHECK(L <= ws.limits.max_kv_len, "kv_len ", L, " > workspace ", ws.limits.max_kv_len);
+  const auto [t_begin, t_end, L] = seq_range(b, i_seq);  // L <= max_kv_len: checked in mla()
   // Expand K_nope and V for every cached position: [L, H * (d_nope + d_v)].
   for (int32_t p = 0; p < L; ++p) {
     const float* row = ws.kv_rows.data() + static_cast<size_t>(p) * kv.layout().d_row();
@@ -109,10 +124,8 @@ void Model::mla_naive(int32_t i_layer, const ForwardBatch& b, int32_t i_seq, con
       for (auto h = static_cast<int32_t>(h0); h < h1; ++h) {
         const float* q = ws.q.data() + (static_cast<size_t>(t) * H + h) * d_qk;
         float* sc = ws.scores.data() + static_cast<size_t>(i_thread) * S;
-        const int32_t n_sel = ws.n_sel[static_cast<size_t>(t)];
-        const int32_t* ps =
-            n_sel < 0 ? ws.iota.data() : ws.sel.data() + static_cast<size_t>(t) * c.index_topk;
-        const int32_t n_ps = n_sel < 0 ? pos + 1 : n_sel;
+        int32_t n_ps = 0;
+        const int32_t* ps = attended_positions(ws, t, pos, c.index_topk, n_ps);
         for (int32_t i = 0; i < n_ps; ++i) {
           const int32_t p = ps[i];
           const float* k_nope = ws.kv_exp.data() + (static_cast<size_t>(p) * H + h) * d_kv;
@@ -138,10 +151,7 @@ void Model::mla_absorbed(int32_t i_layer, const ForwardBatch& b, int32_t i_seq, 
   const MlaWeights& w = w_.layers[static_cast<size_t>(i_layer)].mla;
   const int32_t H = c.n_heads, d_qk = c.d_qk(), R = c.kv_lora_rank, d_kv = c.d_nope + c.d_v;
   const int32_t d_row = kv.layout().d_row();
-  const int32_t t_begin = b.seq_token_begin[static_cast<size_t>(i_seq)];
-  const int32_t t_end = b.seq_token_begin[static_cast<size_t>(i_seq) + 1];
-  const int32_t L = b.seq_kv_len[static_cast<size_t>(i_seq)];
-  DSS_CHECK(L <= ws.limits.max_kv_len, "kv_len ", L, " > workspace ", ws.limits.max_kv_len);
+  const auto [t_begin, t_end, L] = seq_range(b, i_seq);  // L <= max_kv_len: checked in mla()
   const float scale = c.softmax_scale();
   const int32_t p0 = L - (t_end - t_begin);
   const size_t S = static_cast<size_t>(ws.limits.max_kv_len);
@@ -158,10 +168,8 @@ void Model::mla_absorbed(int32_t i_layer, const ForwardBatch& b, int32_t i_seq, 
         for (int32_t j = 0; j < c.d_nope; ++j)
           cpu::axpy(q[j], w_head + static_cast<size_t>(j) * R, q_abs, R);
         float* sc = ws.scores.data() + static_cast<size_t>(i_thread) * S;
-        const int32_t n_sel = ws.n_sel[static_cast<size_t>(t)];
-        const int32_t* ps =
-            n_sel < 0 ? ws.iota.data() : ws.sel.data() + static_cast<size_t>(t) * c.index_topk;
-        const int32_t n_ps = n_sel < 0 ? pos + 1 : n_sel;
+        int32_t n_ps = 0;
+        const int32_t* ps = attended_positions(ws, t, pos, c.index_topk, n_ps);
         for (int32_t i = 0; i < n_ps; ++i) {
           const float* row = ws.kv_rows.data() + static_cast<size_t>(ps[i]) * d_row;
           sc[i] = scale * (cpu::dot(q_abs, row, R) + cpu::dot(q + c.d_nope, row + R, c.d_rope));

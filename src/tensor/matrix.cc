@@ -14,6 +14,8 @@ float load_as_f32(DType t, const void* data, int64_t i) {
       return f16_to_f32(static_cast<const uint16_t*>(data)[i]);
     case DType::kF8E4M3:
       return fp8e4m3_to_f32(static_cast<const uint8_t*>(data)[i]);
+    case DType::kI8:
+      return static_cast<float>(static_cast<const int8_t*>(data)[i]);
     default:
       DSS_CHECK(false, "unsupported dtype ", dtype_name(t));
   }
@@ -22,6 +24,7 @@ float load_as_f32(DType t, const void* data, int64_t i) {
 
 float Matrix::at(int64_t r, int64_t c) const {
   const float v = load_as_f32(dtype, data, r * n_cols + c);
+  if (dtype == DType::kI8) return v * scales[r];
   if (dtype != DType::kF8E4M3) return v;
   return v * scales[(r / kFp8BlockSize) * n_scale_cols() + c / kFp8BlockSize];
 }
@@ -36,6 +39,7 @@ Matrix Matrix::rows(int64_t row_begin, int64_t n) const {
     DSS_CHECK(row_begin % kFp8BlockSize == 0, "fp8 row slice must be block aligned: ", row_begin);
     m.scales = scales + (row_begin / kFp8BlockSize) * n_scale_cols();
   }
+  if (dtype == DType::kI8) m.scales = scales + row_begin;
   return m;
 }
 

@@ -9,15 +9,17 @@ namespace dss {
 
 inline constexpr int64_t kFp8BlockSize = 128;  // weight_block_size [128, 128]
 
-// A 2-D weight [n_rows, n_cols], row-major, in one of F32 | BF16 | F16 | F8E4M3.
+// A 2-D weight [n_rows, n_cols], row-major, in one of F32 | BF16 | F16 | F8E4M3 | I8.
 // For F8E4M3, `scales` is [ceil(n_rows/128), ceil(n_cols/128)] float32 multipliers
 // (`weight_scale_inv`): W[r, c] = fp8(data[r, c]) * scales[r/128, c/128]; edge blocks are ragged.
+// For I8 (per-output-channel INT8, docs/quantization.md), `scales` is [n_rows] float32
+// (`weight_scale`): W[r, c] = int8(data[r, c]) * scales[r].
 struct Matrix {
   DType dtype = DType::kF32;
   int64_t n_rows = 0;
   int64_t n_cols = 0;
   const void* data = nullptr;
-  const float* scales = nullptr;  // F8E4M3 only
+  const float* scales = nullptr;  // F8E4M3 (block grid) and I8 (per row) only
 
   int64_t n_scale_cols() const { return (n_cols + kFp8BlockSize - 1) / kFp8BlockSize; }
   int64_t n_scale_rows() const { return (n_rows + kFp8BlockSize - 1) / kFp8BlockSize; }
@@ -26,6 +28,7 @@ struct Matrix {
   float at(int64_t r, int64_t c) const;
   // The sub-matrix of rows [row_begin, row_begin + n): shares data and the scale grid.
   // NOTE: for FP8 `row_begin` must be a multiple of 128 so the scale rows stay aligned.
+  // For I8 the per-row scales are sliced with the rows.
   Matrix rows(int64_t row_begin, int64_t n) const;
   size_t data_bytes() const { return static_cast<size_t>(n_rows * n_cols) * dtype_size(dtype); }
 };
@@ -38,7 +41,7 @@ struct Vector {
   float at(int64_t i) const;
 };
 
-// Reads element i of a buffer of dtype t as float32 (F32, BF16, F16, F8E4M3).
+// Reads element i of a buffer of dtype t as float32 (F32, BF16, F16, F8E4M3, I8 (the integer)).
 float load_as_f32(DType t, const void* data, int64_t i);
 
 }  // namespace dss

@@ -1,7 +1,7 @@
 // kernels/cpu matmul vs kernels/ref on every compiled Highway target this CPU supports, for every
-// weight dtype, on random shapes including ragged FP8 edge blocks and token counts not a
-// multiple of the 4-token tile. Error metric: max |y - ref| / (rms(ref) + tiny), tolerance 1e-5
-// (float32 accumulation of up to ~700 terms vs the double-accumulated reference).
+// weight dtype (I8 included), on random shapes including ragged FP8 edge blocks and token counts
+// not a multiple of the 4-token tile. Error metric: max |y - ref| / (rms(ref) + tiny), tolerance
+// 1e-5 (float32 accumulation of up to ~700 terms vs the double-accumulated reference).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -44,12 +44,23 @@ inline RandomMatrix random_matrix(DType dt, int64_t rows, int64_t cols, Rng& rng
       if ((code & 0x7F) == 0x7F) code = 0x3F;
       r.data[static_cast<size_t>(i)] = code;
     }
+    if (dt == DType::kI8) {  // symmetric range [-127, 127] as the INT8 format writes it
+      r.data[static_cast<size_t>(i)] =
+          static_cast<uint8_t>(static_cast<int8_t>(static_cast<int>(rng.next_u64() % 255) - 127));
+    }
   }
   r.m.data = r.data.data();
   if (dt == DType::kF8E4M3) {
     r.scales.resize(static_cast<size_t>(r.m.n_scale_rows() * r.m.n_scale_cols()));
     for (auto& s : r.scales)
       s = std::exp2(static_cast<float>(static_cast<int>(rng.next_u64() % 12) - 14)) *
+          (1.0f + rng.uniform());
+    r.m.scales = r.scales.data();
+  }
+  if (dt == DType::kI8) {  // per-row scales spanning several binades
+    r.scales.resize(static_cast<size_t>(rows));
+    for (auto& s : r.scales)
+      s = std::exp2(static_cast<float>(static_cast<int>(rng.next_u64() % 8) - 10)) *
           (1.0f + rng.uniform());
     r.m.scales = r.scales.data();
   }
@@ -65,7 +76,7 @@ void TestMatmulAllDtypes() {
   Rng rng(1234);
   const int64_t shapes[][3] = {{1, 1, 1},     {3, 8, 16},   {80, 256, 1}, {130, 200, 5},
                                {257, 129, 4}, {64, 640, 9}, {7, 37, 3}};
-  for (DType dt : {DType::kF32, DType::kBF16, DType::kF16, DType::kF8E4M3}) {
+  for (DType dt : {DType::kF32, DType::kBF16, DType::kF16, DType::kF8E4M3, DType::kI8}) {
     for (const auto& s : shapes) {
       const int64_t rows = s[0], cols = s[1], n_tok = s[2];
       auto w = test::random_matrix(dt, rows, cols, rng);
@@ -87,15 +98,17 @@ void TestMatmulAllDtypes() {
 
 void TestMatmulRowRangeWritesOnlyItsRows() {
   Rng rng(9);
-  auto w = test::random_matrix(DType::kF8E4M3, 300, 256, rng);
-  std::vector<float> x(2 * 256);
-  for (auto& v : x) v = rng.normal();
-  std::vector<float> y(2 * 300, 7.0f);
-  MatmulRows(w.m, x.data(), 2, y.data(), 128, 256);
-  for (int64_t t = 0; t < 2; ++t) {
-    for (int64_t r = 0; r < 300; ++r) {
-      if (r < 128 || r >= 256) {
-        EXPECT_EQ(y[static_cast<size_t>(t * 300 + r)], 7.0f);
+  for (DType dt : {DType::kF8E4M3, DType::kI8}) {
+    auto w = test::random_matrix(dt, 300, 256, rng);
+    std::vector<float> x(2 * 256);
+    for (auto& v : x) v = rng.normal();
+    std::vector<float> y(2 * 300, 7.0f);
+    MatmulRows(w.m, x.data(), 2, y.data(), 128, 256);
+    for (int64_t t = 0; t < 2; ++t) {
+      for (int64_t r = 0; r < 300; ++r) {
+        if (r < 128 || r >= 256) {
+          EXPECT_EQ(y[static_cast<size_t>(t * 300 + r)], 7.0f);
+        }
       }
     }
   }

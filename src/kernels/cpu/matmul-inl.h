@@ -41,10 +41,19 @@ template <class DF>
 HWY_INLINE hn::Vec<DF> LoadWeights(DF df, const float* HWY_RESTRICT p, hn::Vec<DF>) {
   return hn::LoadU(df, p);
 }
+// INT8 (per-output-channel): the integers widened exactly; the row scale is applied to the
+// finished dot product (MatmulRows), so the block-scale argument is unused.
+template <class DF>
+HWY_INLINE hn::Vec<DF> LoadWeights(DF df, const int8_t* HWY_RESTRICT p, hn::Vec<DF>) {
+  const hn::RebindToSigned<DF> di;
+  const hn::Rebind<int8_t, DF> d8;
+  return hn::ConvertTo(df, hn::PromoteTo(di, hn::LoadU(d8, p)));
+}
 
 inline float ScalarWeight(const uint8_t* p, int64_t i) { return fp8e4m3_to_f32(p[i]); }
 inline float ScalarWeight(const uint16_t* p, int64_t i) { return bf16_to_f32(p[i]); }
 inline float ScalarWeight(const float* p, int64_t i) { return p[i]; }
+inline float ScalarWeight(const int8_t* p, int64_t i) { return static_cast<float>(p[i]); }
 
 // One weight row against kTok (1..4) token rows: every weight vector is decoded once and used
 // kTok times. Results go to y[(t0 + k) * n_rows + r].
@@ -130,6 +139,13 @@ inline void MatmulRows(const Matrix& w, const float* x, int64_t n_tok, float* y,
     case DType::kF32:
       MatmulRowsT(static_cast<const float*>(w.data), nullptr, w.n_cols, w.n_rows, w.n_cols, x,
                   n_tok, y, r_begin, r_end);
+      return;
+    case DType::kI8:  // integer dot products, then y[t, r] *= scales[r]
+      MatmulRowsT(static_cast<const int8_t*>(w.data), nullptr, w.n_cols, w.n_rows, w.n_cols, x,
+                  n_tok, y, r_begin, r_end);
+      for (int64_t t = 0; t < n_tok; ++t) {
+        for (int64_t r = r_begin; r < r_end; ++r) y[t * w.n_rows + r] *= w.scales[r];
+      }
       return;
     default: {  // F16: scalar (rare in DeepSeek checkpoints)
       for (int64_t t = 0; t < n_tok; ++t) {

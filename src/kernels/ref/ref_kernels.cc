@@ -53,4 +53,26 @@ double dot(const float* a, const float* b, int64_t n) {
   return acc;
 }
 
+void act_quant_fp8(const float* x, int64_t n_tok, int64_t n_cols, bool ue8m0, float* y) {
+  for (int64_t t = 0; t < n_tok; ++t) {
+    for (int64_t c0 = 0; c0 < n_cols; c0 += 128) {
+      const int64_t c1 = std::min(n_cols, c0 + 128);
+      float amax = 1e-4f;
+      for (int64_t c = c0; c < c1; ++c) amax = std::max(amax, std::fabs(x[t * n_cols + c]));
+      float s = amax / 448.0f;
+      if (ue8m0) {
+        s = amax * (1.0f / 448.0f);
+        float p = 1.0f;  // smallest power of two >= s, by doubling / halving (exact)
+        while (p < s) p *= 2.0f;
+        while (p / 2.0f >= s) p /= 2.0f;
+        s = p;
+      }
+      for (int64_t c = c0; c < c1; ++c) {
+        const float v = std::clamp(x[t * n_cols + c] / s, -448.0f, 448.0f);
+        y[t * n_cols + c] = fp8e4m3_to_f32(f32_to_fp8e4m3(v)) * s;
+      }
+    }
+  }
+}
+
 }  // namespace dss::ref

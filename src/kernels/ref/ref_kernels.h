@@ -27,4 +27,9 @@ void rope_interleaved(float* x, int64_t d, const float* cos, const float* sin);
 
 double dot(const float* a, const float* b, int64_t n);
 
+// W8A8 FP8 activation quantise + dequantise per row per 128 columns (contract: cpu/act_quant.h):
+// s = max(amax, 1e-4) / 448, or with ue8m0 the power of two 2^ceil(log2(max(amax, 1e-4) / 448));
+// y = e4m3_rne(clamp(x / s, -448, 448)) * s. Written from the scalar e4m3 codec of tensor/dtype.h.
+void act_quant_fp8(const float* x, int64_t n_tok, int64_t n_cols, bool ue8m0, float* y);
+
 }  // namespace dss::ref

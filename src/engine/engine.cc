@@ -91,7 +91,8 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& o) {
   if (o.page_size < 1) return Status::error("--page-size must be at least 1");
   if (o.max_running_requests < 1) return Status::error("--max-running-requests must be at least 1");
   if (o.chunked_prefill_size < 1) return Status::error("--chunked-prefill-size must be at least 1");
-  DSS_ASSIGN_OR_RETURN(impl->model, Model::load(LoadOptions{o.model_dir, o.n_threads}));
+  DSS_ASSIGN_OR_RETURN(
+      impl->model, Model::load(LoadOptions{o.model_dir, o.n_threads, o.weight_dtype, o.act_quant}));
   const ModelConfig& c = impl->model->config();
   impl->eos = c.eos_token_id;
   impl->context_length =
@@ -139,7 +140,7 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& o) {
   const int32_t max_tokens = std::max(o.chunked_prefill_size, o.max_running_requests);
   impl->ws = std::make_unique<Workspace>(
       c, WorkspaceLimits{max_tokens, impl->context_length, o.max_running_requests,
-                         impl->model->n_threads()});
+                         impl->model->n_threads(), impl->model->act_quant_fp8()});
   impl->sampler = std::make_unique<Sampler>(c.n_vocab);
   impl->builder = BatchBuilder(o.page_size);
   impl->logits.resize(static_cast<size_t>(o.max_running_requests) * c.n_vocab);

@@ -20,6 +20,8 @@ struct EngineOptions {
   bool enable_prefix_cache = true;      // --disable-prefix-cache
   uint64_t seed = 0;                    // --seed: sampling seed for requests without their own
   int32_t n_threads = 0;                // --threads: compute threads (0: all hardware threads)
+  std::string weight_dtype;             // --weight-dtype: "" (as stored) | bf16 | fp8 | int8
+  std::string act_quant = "none";       // --act-quant none | fp8 (W8A8 for FP8 weights)
   bool debug_integrity = false;         // check page accounting after every step (tests)
 };
 

@@ -161,9 +161,13 @@ Result<ModelConfig> ModelConfig::from_hf_json(const Json& j, const std::string& 
     Reader qr(q, what + ": quantization_config");
     std::string method, fmt = "e4m3", scale_fmt, act = "dynamic";
     DSS_RETURN_IF_ERROR(qr.opt_string("quant_method", method));
-    if (method != "fp8")
+    if (method == "w8a8_int8") {  // per-channel INT8 weights (docs/quantization.md)
+      c.quant.int8 = true;
+      method.clear();
+    } else if (method != "fp8") {
       return Status::error(what, ": quantization_config.quant_method = '", method,
-                           "' is not supported (fp8)");
+                           "' is not supported (fp8 | w8a8_int8)");
+    }
     DSS_RETURN_IF_ERROR(qr.opt_string("fmt", fmt));
     if (fmt != "e4m3")
       return Status::error(what, ": quantization_config.fmt = '", fmt, "' is not supported (e4m3)");
@@ -173,7 +177,7 @@ Result<ModelConfig> ModelConfig::from_hf_json(const Json& j, const std::string& 
       return Status::error(what, ": quantization_config.scale_fmt = '", scale_fmt,
                            "' is not supported (ue8m0)");
     }
-    c.quant.fp8 = true;
+    c.quant.fp8 = !c.quant.int8;
     c.quant.ue8m0 = scale_fmt == "ue8m0";
     c.quant.dynamic_activations = act == "dynamic";
     if (q.contains("weight_block_size")) {

@@ -25,6 +25,7 @@ struct RopeScaling {
 
 struct QuantScheme {
   bool fp8 = false;                 // quantization_config.quant_method == "fp8"
+  bool int8 = false;                // quant_method == "w8a8_int8" (per-channel INT8 weights)
   int32_t block_rows = 128;         // quantization_config.weight_block_size[0]
   int32_t block_cols = 128;         // quantization_config.weight_block_size[1]
   bool ue8m0 = false;               // quantization_config.scale_fmt == "ue8m0"

@@ -37,33 +37,80 @@ int dtype_order(DType t) {  // the order the safetensors library writes (by alig
 }
 }  // namespace
 
-Status write_safetensors(const std::string& path, std::vector<SafetensorsEntry> entries) {
+namespace {
+size_t n_bytes_of(DType t, const std::vector<int64_t>& shape) {
+  size_t n = dtype_size(t);
+  for (int64_t d : shape) n *= static_cast<size_t>(d);
+  return n;
+}
+
+template <typename E>
+void sort_entries(std::vector<E>& entries) {
   std::stable_sort(entries.begin(), entries.end(), [](const auto& a, const auto& b) {
     if (dtype_order(a.dtype) != dtype_order(b.dtype))
       return dtype_order(a.dtype) < dtype_order(b.dtype);
     return a.name < b.name;
   });
-  // Compact JSON with __metadata__ first, then tensors in data order.
+}
+
+// Compact JSON with __metadata__ first, then tensors in data order, padded to 8 bytes.
+template <typename E, typename SizeFn>
+std::string make_header(const std::vector<E>& entries, SizeFn size_of) {
   std::string header = R"({"__metadata__":{"format":"pt"})";
   uint64_t offset = 0;
   for (const auto& e : entries) {
     OrderedJson t;
     t["dtype"] = std::string(dtype_name(e.dtype));
     t["shape"] = e.shape;
-    t["data_offsets"] = {offset, offset + e.bytes->size()};
+    const uint64_t n = size_of(e);
+    t["data_offsets"] = {offset, offset + n};
     header += "," + Json(e.name).dump() + ":" + t.dump();
-    offset += e.bytes->size();
+    offset += n;
   }
   header += "}";
   while ((header.size() % 8) != 0) header += ' ';
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) return Status::error(path, ": cannot create: ", std::strerror(errno));
+  return header;
+}
+
+void write_header(std::ofstream& out, const std::string& header) {
   const uint64_t n = header.size();
   out.write(reinterpret_cast<const char*>(&n), 8);
   out.write(header.data(), static_cast<std::streamsize>(header.size()));
+}
+}  // namespace
+
+Status write_safetensors(const std::string& path, std::vector<SafetensorsEntry> entries) {
+  sort_entries(entries);
+  const std::string header =
+      make_header(entries, [](const SafetensorsEntry& e) { return e.bytes->size(); });
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (!out) return Status::error(path, ": cannot create: ", std::strerror(errno));
+  write_header(out, header);
   for (const auto& e : entries) {
     out.write(reinterpret_cast<const char*>(e.bytes->data()),
               static_cast<std::streamsize>(e.bytes->size()));
+  }
+  out.close();
+  if (!out) return Status::error(path, ": write failed");
+  return Status::ok();
+}
+
+Status write_safetensors_streamed(const std::string& path, std::vector<SafetensorsLayout> entries,
+                                  const TensorBytesFn& fill) {
+  sort_entries(entries);
+  const std::string header =
+      make_header(entries, [](const SafetensorsLayout& e) { return n_bytes_of(e.dtype, e.shape); });
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (!out) return Status::error(path, ": cannot create: ", std::strerror(errno));
+  write_header(out, header);
+  for (const auto& e : entries) {
+    DSS_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, fill(e));
+    if (bytes.size() != n_bytes_of(e.dtype, e.shape)) {
+      return Status::error(path, ": tensor '", e.name, "' produced ", bytes.size(),
+                           " bytes, expected ", n_bytes_of(e.dtype, e.shape));
+    }
+    out.write(reinterpret_cast<const char*>(bytes.data()),
+              static_cast<std::streamsize>(bytes.size()));
   }
   out.close();
   if (!out) return Status::error(path, ": write failed");

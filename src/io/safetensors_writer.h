@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -50,5 +51,17 @@ struct SafetensorsEntry {
   const std::vector<uint8_t>* bytes;
 };
 Status write_safetensors(const std::string& path, std::vector<SafetensorsEntry> entries);
+
+// The same file format and tensor order, with each tensor's bytes produced by `fill` just before
+// it is written (memory: one tensor at a time). Every buffer must hold exactly
+// product(shape) * dtype_size bytes (checked; a mismatch is an error naming the tensor).
+struct SafetensorsLayout {
+  std::string name;
+  DType dtype;
+  std::vector<int64_t> shape;
+};
+using TensorBytesFn = std::function<Result<std::vector<uint8_t>>(const SafetensorsLayout&)>;
+Status write_safetensors_streamed(const std::string& path, std::vector<SafetensorsLayout> entries,
+                                  const TensorBytesFn& fill);
 
 }  // namespace dss

@@ -1,5 +1,6 @@
 #include "model/deepseek/weights.h"
 
+#include <cmath>
 #include <map>
 
 namespace dss {
@@ -14,7 +15,8 @@ std::string shape_str(const std::vector<int64_t>& s) {
 
 class Loader {
  public:
-  Loader(const Checkpoint& ck) : ck_(ck) {}
+  Loader(const Checkpoint& ck, const QuantPolicy* convert, std::vector<OwnedMatrix>& owned)
+      : ck_(ck), convert_(convert), owned_(owned) {}
 
   Result<Matrix> matrix(const std::string& name, int64_t rows, int64_t cols) {
     DSS_ASSIGN_OR_RETURN(TensorView t, ck_.get(name));
@@ -44,13 +46,47 @@ class Loader {
                              ", expected ", shape_str(want_s));
       }
       m.scales = reinterpret_cast<const float*>(s->data);
-      count(DType::kF32, s->n_bytes);
+    } else if (t.dtype == DType::kI8) {
+      DSS_ASSIGN_OR_RETURN(m.scales, int8_scales(t, name, rows));
     } else if (t.dtype != DType::kBF16 && t.dtype != DType::kF32 && t.dtype != DType::kF16) {
       return Status::error(t.file, ": tensor '", name, "' has dtype ", dtype_name(t.dtype),
-                           ", expected F8_E4M3, BF16, F16 or F32");
+                           ", expected F8_E4M3, I8, BF16, F16 or F32");
     }
-    count(t.dtype, t.n_bytes);
+    if (convert_ != nullptr && convert_->converts(name, 2)) {
+      owned_.push_back(convert_matrix(m, convert_->to, convert_->ue8m0));
+      m = owned_.back().view();
+    }
+    count(m.dtype, m.data_bytes());
+    if (m.dtype == DType::kF8E4M3)
+      count(DType::kF32, static_cast<size_t>(m.n_scale_rows() * m.n_scale_cols()) * 4);
+    if (m.dtype == DType::kI8) count(DType::kF32, static_cast<size_t>(m.n_rows) * 4);
     return m;
+  }
+
+  // The per-output-channel scales of INT8 weight `name` (SGLang w8a8_int8 layout: F32
+  // [rows, 1], finite and positive).
+  Result<const float*> int8_scales(const TensorView& t, const std::string& name, int64_t rows) {
+    const std::string sname = int8_scale_name(name);
+    auto s = ck_.get(sname);
+    if (!s)
+      return Status::error(t.file, ": tensor '", name, "' is I8 but its scale tensor '", sname,
+                           "' is missing");
+    if (s->dtype != DType::kF32) {
+      return Status::error(s->file, ": tensor '", sname, "' has dtype ", dtype_name(s->dtype),
+                           ", expected F32");
+    }
+    if (s->shape != std::vector<int64_t>{rows, 1} && s->shape != std::vector<int64_t>{rows}) {
+      return Status::error(s->file, ": tensor '", sname, "' has shape ", s->shape_str(),
+                           ", expected [", rows, ", 1]");
+    }
+    const auto* v = reinterpret_cast<const float*>(s->data);
+    for (int64_t r = 0; r < rows; ++r) {
+      if (!std::isfinite(v[r]) || v[r] <= 0.0f) {
+        return Status::error(s->file, ": tensor '", sname, "' row ", r, " has scale ", v[r],
+                             " (must be finite and > 0)");
+      }
+    }
+    return v;
   }
 
   Result<Vector> vector(const std::string& name, int64_t n) {
@@ -84,6 +120,8 @@ class Loader {
  private:
   void count(DType t, size_t n) { bytes_[std::string(dtype_name(t))] += n; }
   const Checkpoint& ck_;
+  const QuantPolicy* convert_;
+  std::vector<OwnedMatrix>& owned_;
   std::map<std::string, size_t> bytes_;
 };
 
@@ -98,9 +136,10 @@ void dequantise_kv_b(MlaWeights& w) {
 
 }  // namespace
 
-Result<ModelWeights> load_weights(const Checkpoint& ck, const ModelConfig& c) {
-  Loader ld(ck);
+Result<ModelWeights> load_weights(const Checkpoint& ck, const ModelConfig& c,
+                                  const QuantPolicy* convert) {
   ModelWeights w;
+  Loader ld(ck, convert, w.owned);
   DSS_ASSIGN_OR_RETURN(w.embed, ld.matrix("model.embed_tokens.weight", c.n_vocab, c.d_model));
   DSS_ASSIGN_OR_RETURN(w.final_norm, ld.vector("model.norm.weight", c.d_model));
   DSS_ASSIGN_OR_RETURN(w.lm_head, ld.matrix("lm_head.weight", c.n_vocab, c.d_model));

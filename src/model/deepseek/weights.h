@@ -9,7 +9,9 @@
 #include "base/status.h"
 #include "io/checkpoint.h"
 #include "io/model_config.h"
+#include "model/deepseek/quant_policy.h"
 #include "tensor/matrix.h"
+#include "tensor/quantize.h"
 
 namespace dss {
 
@@ -64,12 +66,17 @@ struct ModelWeights {
   Vector final_norm;  // [d_model]
   Matrix lm_head;     // [n_vocab, d_model]
   std::vector<LayerWeights> layers;
-  // Bytes by dtype name (F8_E4M3 includes its scales' F32 bytes under "F32").
+  // Bytes by dtype name (F8_E4M3 includes its scales' F32 bytes under "F32"; I8 its row scales).
   std::vector<std::pair<std::string, size_t>> bytes_by_dtype;
+  // Weights converted at load (`--weight-dtype`): the Matrix views above point into these.
+  std::vector<OwnedMatrix> owned;
 };
 
 // Looks up and validates every tensor the config implies: presence, dtype (F8 needs its
-// weight_scale_inv of the right shape), shape. Errors name the file and the tensor.
-Result<ModelWeights> load_weights(const Checkpoint& ck, const ModelConfig& cfg);
+// weight_scale_inv of the right shape, I8 its weight_scale [rows, 1] of finite positive F32),
+// shape. Errors name the file and the tensor. With `convert`, the tensors the policy selects are
+// converted into owned buffers (ModelWeights::owned) with the same rules as `dsserve convert`.
+Result<ModelWeights> load_weights(const Checkpoint& ck, const ModelConfig& cfg,
+                                  const QuantPolicy* convert = nullptr);
 
 }  // namespace dss

@@ -4,16 +4,40 @@
 #include <thread>
 
 #include "base/check.h"
+#include "kernels/cpu/act_quant.h"
 #include "kernels/cpu/matmul.h"
 #include "kernels/cpu/vec_ops.h"
 
 namespace dss {
 
+namespace {
+// [W8A8_SCRATCH] The Workspace::act_q buffer of the forward pass running on this thread.
+// NOTE: Model::mm runs only on the thread that called forward(), so this lets mm reach the
+// caller's workspace without threading it through every call site; set and reset by forward().
+thread_local std::vector<float>* t_act_q = nullptr;
+struct ActQuantScope {
+  explicit ActQuantScope(std::vector<float>* buf) { t_act_q = buf; }
+  ~ActQuantScope() { t_act_q = nullptr; }
+  ActQuantScope(const ActQuantScope&) = delete;
+  ActQuantScope& operator=(const ActQuantScope&) = delete;
+};
+}  // namespace
+
 Result<std::unique_ptr<Model>> Model::load(const LoadOptions& opts) {
   DSS_ASSIGN_OR_RETURN(ModelConfig cfg, ModelConfig::load(opts.dir));
   DSS_ASSIGN_OR_RETURN(Checkpoint ck, Checkpoint::open(opts.dir));
   std::unique_ptr<Model> m(new Model(std::move(cfg), std::move(ck)));
-  DSS_ASSIGN_OR_RETURN(m->w_, load_weights(m->ck_, m->cfg_));
+  if (opts.act_quant != "none" && opts.act_quant != "fp8")
+    return Status::error("--act-quant: '", opts.act_quant, "' is not none | fp8");
+  m->act_quant_fp8_ = opts.act_quant == "fp8";
+  if (opts.weight_dtype.empty()) {
+    DSS_ASSIGN_OR_RETURN(m->w_, load_weights(m->ck_, m->cfg_));
+  } else {
+    QuantPolicy policy;
+    DSS_ASSIGN_OR_RETURN(policy.to, parse_weight_dtype(opts.weight_dtype, "--weight-dtype"));
+    policy.ue8m0 = m->cfg_.quant.ue8m0 || m->cfg_.arch == ModelArch::kDeepseekV32;
+    DSS_ASSIGN_OR_RETURN(m->w_, load_weights(m->ck_, m->cfg_, &policy));
+  }
   const int32_t n_threads =
       opts.n_threads > 0 ? opts.n_threads
                          : static_cast<int32_t>(std::max(1u, std::thread::hardware_concurrency()));
@@ -40,6 +64,8 @@ void Model::forward(const ForwardBatch& b, KvCache& kv, Workspace& ws, float* lo
   DSS_CHECK(static_cast<int32_t>(b.seq_token_begin.size()) == b.n_seqs() + 1);
   DSS_CHECK(ws.limits.n_threads >= pool_->n_threads(), "workspace built for ", ws.limits.n_threads,
             " threads");
+  DSS_CHECK(!act_quant_fp8_ || ws.limits.act_quant, "W8A8 model needs WorkspaceLimits::act_quant");
+  const ActQuantScope act_quant_scope(&ws.act_q);
   // Embedding lookup (plain, unscaled).
   for (int32_t t = 0; t < T; ++t) {
     const TokenId id = b.tokens[static_cast<size_t>(t)];
@@ -76,6 +102,12 @@ void Model::forward(const ForwardBatch& b, KvCache& kv, Workspace& ws, float* lo
 }
 
 void Model::mm(const Matrix& w, const float* x, int64_t n_tok, float* y) const {
+  if (act_quant_fp8_ && w.dtype == DType::kF8E4M3) {  // W8A8 [W8A8_SCRATCH]
+    DSS_CHECK(t_act_q != nullptr && static_cast<size_t>(n_tok * w.n_cols) <= t_act_q->size(),
+              "W8A8 scratch too small: ", n_tok, " x ", w.n_cols);
+    cpu::act_quant_fp8(x, n_tok, w.n_cols, cfg_.quant.ue8m0, t_act_q->data());
+    x = t_act_q->data();
+  }
   // Grain: 16 rows, so a thread's share of a row block stays contiguous in memory.
   pool_->parallel_for(w.n_rows, 16, [&](int64_t r0, int64_t r1, int32_t) {
     cpu::matmul_rows(w, x, n_tok, y, r0, r1);

@@ -29,6 +29,12 @@ enum class AttnPath { kAuto, kNaive, kAbsorbed };
 struct LoadOptions {
   std::string dir;        // checkpoint directory (config.json + safetensors)
   int32_t n_threads = 0;  // compute threads (0: all hardware threads)
+  // --weight-dtype: "" keeps the checkpoint's dtypes (memory-mapped, zero copy); bf16 | fp8 | int8
+  // converts the linear weights at load into owned buffers (QuantPolicy's default set).
+  std::string weight_dtype;
+  // --act-quant: "none" | "fp8" (W8A8: activations entering FP8 matmuls are quantised per token
+  // per 128 channels, kernels/cpu/act_quant.h; the Workspace needs WorkspaceLimits::act_quant).
+  std::string act_quant = "none";
 };
 
 class Model {
@@ -40,6 +46,7 @@ class Model {
   const Checkpoint& checkpoint() const { return ck_; }
   KvLayout kv_layout(int32_t page_size, bool bf16 = false) const;
   int32_t n_threads() const { return pool_->n_threads(); }
+  bool act_quant_fp8() const { return act_quant_fp8_; }
   ThreadPool& pool() const { return *pool_; }
 
   // logits: [batch.logit_rows.size(), n_vocab] f32.
@@ -69,6 +76,7 @@ class Model {
   ModelWeights w_;
   RopeTable rope_;
   std::unique_ptr<ThreadPool> pool_;
+  bool act_quant_fp8_ = false;
 };
 
 }  // namespace dss

@@ -43,6 +43,11 @@ Workspace::Workspace(const ModelConfig& c, const WorkspaceLimits& lim) : limits(
   xe.resize(T * d);
   ye.resize(T * d);
   logit_in.resize(static_cast<size_t>(lim.max_logit_rows) * d);
+  if (lim.act_quant) {
+    const size_t widest = std::max(
+        {d, static_cast<size_t>(c.q_lora_rank), static_cast<size_t>(c.n_heads * c.d_v), ff});
+    act_q.resize(std::max(T * widest, S * static_cast<size_t>(c.kv_lora_rank)));
+  }
   if (c.index_n_heads > 0) {
     idx_q.resize(T * static_cast<size_t>(c.index_n_heads * c.index_head_dim));
     idx_k.resize(T * static_cast<size_t>(c.index_head_dim));

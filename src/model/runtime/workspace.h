@@ -14,6 +14,7 @@ struct WorkspaceLimits {
   int32_t max_kv_len = 1;      // longest sequence (cached + new) attended to
   int32_t max_logit_rows = 1;  // rows of logits per step
   int32_t n_threads = 1;       // compute threads (per-thread attention scratch)
+  bool act_quant = false;      // W8A8 model (Model::act_quant_fp8): allocate Workspace::act_q
 };
 
 // Discrete decisions of one forward pass, recorded only when Workspace::trace is set (tests
@@ -53,6 +54,10 @@ struct Workspace {
   std::vector<float> expert_weights;    // [max_tokens * n_experts_per_tok]
   std::vector<float> xe, ye;            // [max_tokens, d_model]
   std::vector<float> logit_in;          // [max_logit_rows, d_model]
+  // W8A8 (limits.act_quant only): a matmul input quantised to e4m3 and back,
+  // [max(max_tokens * widest matmul input, max_kv_len * kv_lora_rank)] (kv_b runs over all
+  // cached positions in the naive MLA form).
+  std::vector<float> act_q;
   // V3.2 indexer scratch.
   std::vector<float> idx_q;        // [max_tokens, index_n_heads * index_head_dim]
   std::vector<float> idx_k;        // [max_tokens, index_head_dim]

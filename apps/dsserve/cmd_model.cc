@@ -48,6 +48,8 @@ struct LogitsArgs {
   int32_t decode = 0;
   std::string attn = "auto";
   int32_t chunk = 512;
+  std::string weight_dtype;
+  std::string act_quant = "none";
 };
 
 int run_logits(const LogitsArgs& a) {
@@ -57,7 +59,7 @@ int run_logits(const LogitsArgs& a) {
     return 2;
   }
   const double t0 = now_seconds();
-  auto model = Model::load(LoadOptions{a.model});
+  auto model = Model::load(LoadOptions{a.model, 0, a.weight_dtype, a.act_quant});
   if (!model) {
     std::fprintf(stderr, "dsserve logits: %s\n", model.message().c_str());
     return 1;
@@ -129,6 +131,11 @@ void add_logits(CLI::App& app) {
                   "MLA form: auto (naive prefill, absorbed decode) | naive | absorbed")
       ->check(CLI::IsMember({"auto", "naive", "absorbed"}));
   cmd->add_option("--chunk", a->chunk, "Prefill chunk size in tokens")->check(CLI::PositiveNumber);
+  cmd->add_option("--weight-dtype", a->weight_dtype,
+                  "Convert the linear weights at load: bf16 | fp8 | int8 (default: as stored)")
+      ->check(CLI::IsMember({"bf16", "fp8", "int8"}));
+  cmd->add_option("--act-quant", a->act_quant, "none | fp8 (W8A8 for FP8 weights)")
+      ->check(CLI::IsMember({"none", "fp8"}));
   cmd->callback([a] { exit_code = run_logits(*a); });
 }
 
@@ -177,15 +184,16 @@ int run_inspect(const std::string& dir, bool json) {
   j["mla"] = {{"q_lora_rank", c.q_lora_rank}, {"kv_lora_rank", c.kv_lora_rank},
               {"qk_nope_head_dim", c.d_nope}, {"qk_rope_head_dim", c.d_rope},
               {"v_head_dim", c.d_v},          {"softmax_scale", c.softmax_scale()}};
-  j["quantization"] = c.quant.fp8 ? (c.quant.ue8m0 ? "fp8 e4m3 128x128 blocks, ue8m0 scales"
-                                                   : "fp8 e4m3 128x128 blocks")
-                                  : "none";
+  j["quantization"] = c.quant.int8  ? "int8 per output channel (w8a8_int8)"
+                      : c.quant.fp8 ? (c.quant.ue8m0 ? "fp8 e4m3 128x128 blocks, ue8m0 scales"
+                                                     : "fp8 e4m3 128x128 blocks")
+                                    : "none";
   int64_t total_params = 0;
   size_t total_bytes = 0;
   for (const auto& [dt, pb] : by_dtype) {
     j["tensors_by_dtype"][dt] = {{"elements", pb.first}, {"bytes", pb.second}};
     total_bytes += pb.second;
-    if (dt != "F32" || !c.quant.fp8) total_params += pb.first;
+    if (dt != "F32" || !(c.quant.fp8 || c.quant.int8)) total_params += pb.first;
   }
   j["total_bytes"] = total_bytes;
   j["files"] = ck.files().size();

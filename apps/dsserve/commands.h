@@ -13,5 +13,6 @@ void register_model_commands(CLI::App& app);    // logits, inspect, init-model (
 void register_serve_command(CLI::App& app);     // serve (cmd_serve.cc)
 void register_text_commands(CLI::App& app);     // tokenize, render-chat (cmd_text.cc)
 void register_generate_command(CLI::App& app);  // generate (cmd_generate.cc)
+void register_quant_commands(CLI::App& app);    // convert, eval-quant (cmd_quant.cc)
 
 }  // namespace dss::app

@@ -34,6 +34,13 @@ void add_engine_flags(CLI::App* cmd, EngineOptions& o, bool model_required) {
   cmd->add_flag(
       "--disable-prefix-cache", [&o](int64_t) { o.enable_prefix_cache = false; },
       "Do not reuse KV pages of shared prompt prefixes");
+  cmd->add_option("--weight-dtype", o.weight_dtype,
+                  "Convert the linear weights at load: bf16 | fp8 | int8 (default: as stored)")
+      ->check(CLI::IsMember({"bf16", "fp8", "int8"}));
+  cmd->add_option("--act-quant", o.act_quant,
+                  "none | fp8: W8A8, activations into FP8 matmuls quantised per token per 128")
+      ->check(CLI::IsMember({"none", "fp8"}))
+      ->capture_default_str();
   cmd->add_option("--seed", o.seed, "Sampling seed for requests without their own")
       ->capture_default_str();
 }

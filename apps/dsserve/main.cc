@@ -14,6 +14,7 @@ int main(int argc, char** argv) {
   dss::app::register_serve_command(app);
   dss::app::register_model_commands(app);
   dss::app::register_generate_command(app);
+  dss::app::register_quant_commands(app);
 #ifdef DSS_HAVE_TEXT
   dss::app::register_text_commands(app);
 #endif

@@ -49,4 +49,13 @@ PY
 # Run-time flags on logits.
 "$DSSERVE" logits --model "$DATA/golden/tiny-v3" --ids 0,15,27 --weight-dtype int8 --act-quant fp8 \
   | grep -q '"argmax"' || fail "logits with --weight-dtype/--act-quant"
+# ... and on the engine (generate): W8A8 with weights converted to FP8 at load.
+echo '{"prompt_ids": [0, 15, 27], "max_tokens": 3, "ignore_eos": true}' > "$TMP/req.jsonl"
+"$DSSERVE" generate --model "$DATA/golden/tiny-v3-bf16" --requests "$TMP/req.jsonl" \
+  --weight-dtype fp8 --act-quant fp8 --max-total-tokens 512 --context-length 256 2> /dev/null \
+  | grep -q '"finish_reason":"length"' || fail "generate with --weight-dtype fp8 --act-quant fp8"
+if "$DSSERVE" generate --model "$DATA/golden/tiny-v3" --requests "$TMP/req.jsonl" \
+  --weight-dtype int4 > /dev/null 2>&1; then
+  fail "--weight-dtype int4 accepted"
+fi
 echo "cli_quant_test: ok"

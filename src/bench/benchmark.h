@@ -38,7 +38,7 @@ struct BenchOptions {
   std::string tokenizer_dir;  // tokenizer.json directory
   bool progress = true;
   std::string label = "bench";
-  double idle_timeout_s = 600;
+  double idle_timeout_s = 6 * 3600;  // longest silence of one stream (vLLM: 6 h in all)
   // Called right before and right after the measured run (tune scrapes /metrics there).
   std::function<void()> on_main_start, on_main_end;
 };

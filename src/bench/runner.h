@@ -28,10 +28,10 @@ struct RunOptions {
   std::string model;  // the request's "model"
   ApiEndpoint endpoint = ApiEndpoint::kChat;
   bool ignore_eos = false;
-  int32_t max_concurrency = 0;  // 0: unlimited
-  double idle_timeout_s = 600;  // longest silence of one stream
-  bool progress = false;        // draw a progress bar (stderr TTY only)
-  std::string label = "bench";  // progress bar label
+  int32_t max_concurrency = 0;       // 0: unlimited
+  double idle_timeout_s = 6 * 3600;  // longest silence of one stream
+  bool progress = false;             // draw a progress bar (stderr TTY only)
+  std::string label = "bench";       // progress bar label
 };
 
 struct RunResult {

@@ -33,31 +33,107 @@ std::string utc_now() {
   return b;
 }
 
-}  // namespace
+// The workload after scenario defaults and overrides.
+struct Workload {
+  int32_t input_len = 0, output_len = 0;
+  ApiEndpoint endpoint = ApiEndpoint::kChat;
+};
 
-Result<BenchOutcome> run_benchmark(const BenchOptions& o) {
-  DSS_ASSIGN_OR_RETURN(ServerUrl url, parse_base_url(o.base_url));
+Result<Workload> resolve_workload(const BenchOptions& o) {
   DSS_ASSIGN_OR_RETURN(Scenario sc, find_scenario(o.scenario));
   const std::optional<int32_t> in_len = o.input_len ? o.input_len : sc.input_len;
   const std::optional<int32_t> out_len = o.output_len ? o.output_len : sc.output_len;
   if (!in_len || !out_len)
     return Status::error("--scenario custom needs --input-len and --output-len");
-  ApiEndpoint ep = sc.endpoint;
+  Workload w{*in_len, *out_len, sc.endpoint};
   if (o.endpoint) {
     if (*o.endpoint == "chat") {
-      ep = ApiEndpoint::kChat;
+      w.endpoint = ApiEndpoint::kChat;
     } else if (*o.endpoint == "completions") {
-      ep = ApiEndpoint::kCompletions;
+      w.endpoint = ApiEndpoint::kCompletions;
     } else {
       return Status::error("--endpoint: '", *o.endpoint, "' is not chat or completions");
     }
   }
   if (o.num_prompts < 1) return Status::error("--num-prompts must be at least 1");
   if (!(o.request_rate > 0)) return Status::error("--request-rate must be > 0 (or inf)");
+  return w;
+}
 
+// Tokens of the unmeasured requests (probe + warmup), for reconciling server counters.
+struct WarmupTotals {
+  int64_t requests = 0, input_tokens = 0, output_tokens = 0;
+  void add(const RequestRecord& r) {
+    ++requests;
+    input_tokens += r.prompt_len;
+    output_tokens += r.output_tokens;
+  }
+};
+
+// Sends the probe; returns the chat template overhead (0 for completions).
+Result<int32_t> probe(const RunOptions& ro, const Tokenizer& tok, const WordVocab& vocab,
+                      WarmupTotals& warm) {
+  const PlannedRequest pr = probe_request(tok, vocab, kProbeTokens);
+  const double at0[] = {0.0};
+  DSS_ASSIGN_OR_RETURN(RunResult run, run_requests(ro, {&pr, 1}, at0));
+  const RequestRecord& r = run.records[0];
+  if (!r.success) return Status::error("probe request failed: ", r.error);
+  warm.add(r);
+  if (ro.endpoint != ApiEndpoint::kChat) return 0;
+  return static_cast<int32_t>(std::max<int64_t>(r.prompt_len - kProbeTokens, 0));
+}
+
+Status warm_up(RunOptions ro, const BenchOptions& o, const PlannedRequest& first,
+               WarmupTotals& warm) {
+  if (o.warmup <= 0) return Status::ok();
+  std::vector<PlannedRequest> w(static_cast<size_t>(o.warmup), first);
+  std::vector<double> at(w.size(), 0.0);
+  ro.label = o.label + " warmup";
+  ro.progress = o.progress;
+  DSS_ASSIGN_OR_RETURN(RunResult wr, run_requests(ro, w, at));
+  for (const RequestRecord& r : wr.records) {
+    if (!r.success) return Status::error("warmup request failed: ", r.error);
+    warm.add(r);
+  }
+  return Status::ok();
+}
+
+// The run's configuration keys of the result JSON.
+void add_config_json(const BenchOptions& o, const RunOptions& ro, const Workload& w,
+                     int32_t overhead, const WarmupTotals& warm, OrderedJson& j) {
+  j["date"] = utc_now();
+  j["backend"] = w.endpoint == ApiEndpoint::kChat ? "openai-chat" : "openai";
+  j["endpoint"] = endpoint_name(w.endpoint);
+  j["base_url"] = o.base_url;
+  j["model_id"] = ro.model;
+  j["tokenizer_id"] = o.tokenizer_dir;
+  j["scenario"] = o.scenario;
+  j["input_len"] = w.input_len;
+  j["output_len"] = w.output_len;
+  j["range_ratio"] = o.range_ratio;
+  j["shared_prefix_len"] = o.shared_prefix_len;
+  j["num_prompts"] = o.num_prompts;
+  j["request_rate"] = std::isinf(o.request_rate) ? OrderedJson("inf") : OrderedJson(o.request_rate);
+  j["burstiness"] = 1.0;
+  j["max_concurrency"] =
+      o.max_concurrency > 0 ? OrderedJson(o.max_concurrency) : OrderedJson(nullptr);
+  j["ignore_eos"] = o.ignore_eos;
+  j["seed"] = o.seed;
+  j["slo"] = slo_to_string(o.slo);
+  j["chat_template_overhead"] = overhead;
+  j["warmup"] = {{"requests", warm.requests},
+                 {"input_tokens", warm.input_tokens},
+                 {"output_tokens", warm.output_tokens}};
+}
+
+}  // namespace
+
+Result<BenchOutcome> run_benchmark(const BenchOptions& o) {
+  DSS_ASSIGN_OR_RETURN(ServerUrl url, parse_base_url(o.base_url));
+  DSS_ASSIGN_OR_RETURN(Workload w, resolve_workload(o));
   RunOptions ro;
   ro.url = url;
-  ro.endpoint = ep;
+  ro.endpoint = w.endpoint;
   ro.ignore_eos = o.ignore_eos;
   ro.max_concurrency = o.max_concurrency;
   ro.idle_timeout_s = o.idle_timeout_s;
@@ -70,41 +146,18 @@ Result<BenchOutcome> run_benchmark(const BenchOptions& o) {
   if (!tok) return tok.status().with_context("--tokenizer: ");
   DSS_ASSIGN_OR_RETURN(WordVocab vocab, WordVocab::from_tokenizer(*tok));
 
-  // Probe: the server answers, and the chat template's size around a message.
-  const PlannedRequest probe = probe_request(*tok, vocab, kProbeTokens);
-  const double at0[] = {0.0};
-  DSS_ASSIGN_OR_RETURN(RunResult probe_run, run_requests(ro, {&probe, 1}, at0));
-  const RequestRecord& pr = probe_run.records[0];
-  if (!pr.success) return Status::error("probe request failed: ", pr.error);
-  const int32_t overhead =
-      ep == ApiEndpoint::kChat
-          ? static_cast<int32_t>(std::max<int64_t>(pr.prompt_len - kProbeTokens, 0))
-          : 0;
-
+  WarmupTotals warm;
+  DSS_ASSIGN_OR_RETURN(const int32_t overhead, probe(ro, *tok, vocab, warm));
   DatasetOptions d;
   d.n_requests = o.num_prompts;
-  d.input_len = *in_len;
-  d.output_len = *out_len;
+  d.input_len = w.input_len;
+  d.output_len = w.output_len;
   d.range_ratio = o.range_ratio;
   d.shared_prefix_len = o.shared_prefix_len;
   d.template_overhead = overhead;
   d.seed = o.seed;
   DSS_ASSIGN_OR_RETURN(std::vector<PlannedRequest> plan, build_requests(*tok, vocab, d));
-
-  int64_t warm_in = pr.prompt_len, warm_out = pr.output_tokens, warm_n = 1;
-  if (o.warmup > 0) {
-    std::vector<PlannedRequest> w(static_cast<size_t>(o.warmup), plan[0]);
-    std::vector<double> at(w.size(), 0.0);
-    ro.label = o.label + " warmup";
-    ro.progress = o.progress;
-    DSS_ASSIGN_OR_RETURN(RunResult wr, run_requests(ro, w, at));
-    for (const RequestRecord& r : wr.records) {
-      if (!r.success) return Status::error("warmup request failed: ", r.error);
-      warm_in += r.prompt_len;
-      warm_out += r.output_tokens;
-      ++warm_n;
-    }
-  }
+  DSS_RETURN_IF_ERROR(warm_up(ro, o, plan[0], warm));
 
   const std::vector<double> arrivals = poisson_arrivals(o.num_prompts, o.request_rate, o.seed);
   ro.label = o.label;
@@ -114,31 +167,8 @@ Result<BenchOutcome> run_benchmark(const BenchOptions& o) {
   DSS_ASSIGN_OR_RETURN(out.run, run_requests(ro, plan, arrivals));
   if (o.on_main_end) o.on_main_end();
   out.metrics = compute_metrics(out.run.records, out.run.duration_s, o.slo, kPercentiles);
-
-  OrderedJson& j = out.json;
-  j["date"] = utc_now();
-  j["backend"] = "openai-chat";
-  if (ep == ApiEndpoint::kCompletions) j["backend"] = "openai";
-  j["endpoint"] = endpoint_name(ep);
-  j["base_url"] = o.base_url;
-  j["model_id"] = ro.model;
-  j["tokenizer_id"] = o.tokenizer_dir;
-  j["scenario"] = o.scenario;
-  j["input_len"] = *in_len;
-  j["output_len"] = *out_len;
-  j["range_ratio"] = o.range_ratio;
-  j["shared_prefix_len"] = o.shared_prefix_len;
-  j["num_prompts"] = o.num_prompts;
-  j["request_rate"] = std::isinf(o.request_rate) ? OrderedJson("inf") : OrderedJson(o.request_rate);
-  j["burstiness"] = 1.0;
-  j["max_concurrency"] =
-      o.max_concurrency > 0 ? OrderedJson(o.max_concurrency) : OrderedJson(nullptr);
-  j["ignore_eos"] = o.ignore_eos;
-  j["seed"] = o.seed;
-  j["slo"] = slo_to_string(o.slo);
-  j["chat_template_overhead"] = overhead;
-  j["warmup"] = {{"requests", warm_n}, {"input_tokens", warm_in}, {"output_tokens", warm_out}};
-  add_result_json(out.run, out.metrics, !o.slo.empty(), j);
+  add_config_json(o, ro, w, overhead, warm, out.json);
+  add_result_json(out.run, out.metrics, !o.slo.empty(), out.json);
   return out;
 }
 

@@ -34,6 +34,14 @@ void add_engine_flags(CLI::App* cmd, EngineOptions& o, bool model_required) {
   cmd->add_flag(
       "--disable-prefix-cache", [&o](int64_t) { o.enable_prefix_cache = false; },
       "Do not reuse KV pages of shared prompt prefixes");
+  cmd->add_option("--slo-tpot-ms", o.slo_tpot_ms,
+                  "Dynamic batch cap: lower/raise the running-batch limit step by step to keep the "
+                  "P99 time per output token under this (0: off)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--slo-ttft-ms", o.slo_ttft_ms,
+                  "Dynamic batch cap: while P99 time to first token is over this, let the cap "
+                  "rise up to the TPOT target (0: off)")
+      ->check(CLI::NonNegativeNumber);
   cmd->add_option("--weight-dtype", o.weight_dtype,
                   "Convert the linear weights at load: bf16 | fp8 | int8 (default: as stored)")
       ->check(CLI::IsMember({"bf16", "fp8", "int8"}));

@@ -18,6 +18,7 @@
 #include "sample/sampler_state.h"
 #include "sample/validate_params.h"
 #include "sched/batch_builder.h"
+#include "sched/batch_cap.h"
 #include "sched/scheduler.h"
 
 namespace dss {
@@ -46,6 +47,7 @@ struct Engine::Impl {
   std::unique_ptr<BlockPool> pool;
   std::unique_ptr<RadixCache> radix;
   std::unique_ptr<Scheduler> sched;
+  std::unique_ptr<BatchCapController> batch_cap;  // --slo-tpot-ms / --slo-ttft-ms, else null
   std::unique_ptr<Workspace> ws;
   std::unique_ptr<Sampler> sampler;
   BatchBuilder builder{64};
@@ -91,6 +93,8 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& o) {
   if (o.page_size < 1) return Status::error("--page-size must be at least 1");
   if (o.max_running_requests < 1) return Status::error("--max-running-requests must be at least 1");
   if (o.chunked_prefill_size < 1) return Status::error("--chunked-prefill-size must be at least 1");
+  if (!(o.slo_tpot_ms >= 0.0) || !(o.slo_ttft_ms >= 0.0))
+    return Status::error("--slo-tpot-ms and --slo-ttft-ms must be >= 0");
   DSS_ASSIGN_OR_RETURN(
       impl->model, Model::load(LoadOptions{o.model_dir, o.n_threads, o.weight_dtype, o.act_quant}));
   const ModelConfig& c = impl->model->config();
@@ -137,6 +141,12 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& o) {
   SchedulerConfig sc{o.page_size, o.max_running_requests, o.chunked_prefill_size,
                      impl->context_length, o.enable_prefix_cache};
   impl->sched = std::make_unique<Scheduler>(sc, *impl->pool, *impl->radix);
+  BatchCapConfig bc;
+  bc.tpot_target_ms = o.slo_tpot_ms;
+  bc.ttft_target_ms = o.slo_ttft_ms;
+  bc.max_cap = o.max_running_requests;
+  if (bc.enabled()) impl->batch_cap = std::make_unique<BatchCapController>(bc);
+  impl->stats.batch_cap = o.max_running_requests;
   const int32_t max_tokens = std::max(o.chunked_prefill_size, o.max_running_requests);
   impl->ws = std::make_unique<Workspace>(
       c, WorkspaceLimits{max_tokens, impl->context_length, o.max_running_requests,
@@ -321,9 +331,16 @@ void Engine::Impl::step() {
   std::vector<TokenEvent> events;
   results.reserve(batch.logit_rows.size());
   int32_t row = 0;
+  int32_t n_decoding = 0;  // sequences producing their second or later token this step
+  std::vector<double> first_token_arrivals;
   for (const ScheduledSeq& q : plan.seqs) {
     if (!q.needs_logits) continue;
     Live& l = live.at(q.id);
+    if (l.sampler->n_generated() > 0) {
+      ++n_decoding;
+    } else {
+      first_token_arrivals.push_back(l.t_arrival);
+    }
     const SampleResult r =
         sampler->sample(std::span<const float>(logits.data() + static_cast<size_t>(row) * V, V),
                         l.params, eos, *l.sampler);
@@ -367,7 +384,13 @@ void Engine::Impl::step() {
     l.sink(std::move(e));
   }
   if (opts.debug_integrity) sched->check_integrity();
-  publish_stats(now_seconds() - t0);
+  const double t_end = now_seconds();
+  if (batch_cap) {
+    for (double ta : first_token_arrivals) batch_cap->on_first_token((t_now - ta) * 1e3);
+    batch_cap->on_step((t_end - t0) * 1e3, n_decoding, sched->n_running(), sched->n_waiting());
+    sched->set_running_cap(batch_cap->cap());
+  }
+  publish_stats(t_end - t0);
 }
 
 void Engine::Impl::publish_stats(double step_s) {
@@ -383,6 +406,12 @@ void Engine::Impl::publish_stats(double step_s) {
   stats.prompt_tokens_computed = c.prefill_tokens;
   stats.generation_tokens = c.decode_tokens;
   stats.preemptions = c.preemptions;
+  stats.batch_cap = sched->running_cap();
+  if (batch_cap) {
+    stats.batch_cap_raises = batch_cap->n_raises();
+    stats.batch_cap_lowers = batch_cap->n_lowers();
+    stats.batch_cap_p99_tpot_ms = batch_cap->p99_tpot_ms();
+  }
   if (step_s > 0.0) {
     stats.steps++;
     stats.busy_seconds += step_s;

@@ -40,6 +40,10 @@ struct EngineStats {
   double busy_seconds = 0.0;  // time spent in steps
   double last_step_ms = 0.0;
   int64_t requests_finished = 0;
+  int32_t batch_cap = 0;         // running-batch admission limit now (dynamic batch cap)
+  int64_t batch_cap_raises = 0;  // dynamic batch cap decisions (0 when off)
+  int64_t batch_cap_lowers = 0;
+  double batch_cap_p99_tpot_ms = 0;  // the P99 step time the last decision window saw
 };
 
 class Engine {

@@ -30,8 +30,12 @@ int32_t pages_for(int32_t n_tokens, int32_t page_size) {
 }  // namespace
 
 Scheduler::Scheduler(const SchedulerConfig& cfg, BlockPool& pool, RadixCache& prefix)
-    : cfg_(cfg), pool_(pool), prefix_(prefix) {
+    : cfg_(cfg), pool_(pool), prefix_(prefix), running_cap_(cfg.max_running_requests) {
   DSS_CHECK(cfg.page_size >= 1 && cfg.max_running_requests >= 1 && cfg.chunked_prefill_size >= 1);
+}
+
+void Scheduler::set_running_cap(int32_t cap) {
+  running_cap_ = std::clamp(cap, 1, cfg_.max_running_requests);
 }
 
 Scheduler::~Scheduler() {
@@ -157,8 +161,7 @@ StepPlan Scheduler::plan() {
     ++i;
   }
   // 2. Admit waiting sequences FCFS.
-  while (!waiting_.empty() && budget > 0 &&
-         static_cast<int32_t>(running_.size()) < cfg_.max_running_requests &&
+  while (!waiting_.empty() && budget > 0 && static_cast<int32_t>(running_.size()) < running_cap_ &&
          plan.preempted.empty()) {
     Seq& s = *waiting_.front();
     const auto n_tokens = static_cast<int32_t>(s.tokens.size());

@@ -87,6 +87,11 @@ class Scheduler {
   std::optional<SeqStats> stats(RequestId id) const;
   const SchedulerCounters& counters() const { return counters_; }
   const SchedulerConfig& config() const { return cfg_; }
+  // Admission limit below max_running_requests (the dynamic batch cap, sched/batch_cap.h); clamped
+  // to [1, max_running_requests]. Lowering it never preempts: admission waits until the batch
+  // shrinks under it.
+  void set_running_cap(int32_t cap);
+  int32_t running_cap() const { return running_cap_; }
   // Pages held by sequences (a page shared by two sequences counts twice).
   int32_t n_seq_pages() const;
   // Checks page accounting across sequences, pool and radix cache; aborts on violation.
@@ -106,6 +111,7 @@ class Scheduler {
   std::deque<std::unique_ptr<Seq>> waiting_;
   std::vector<std::unique_ptr<Seq>> running_;
   SchedulerCounters counters_;
+  int32_t running_cap_;
 };
 
 }  // namespace dss

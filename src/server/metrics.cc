@@ -107,6 +107,13 @@ std::string Metrics::render(const EngineStats& s, double now_s) {
   head(out, p + "num_preemptions_total", "counter", "Requests preempted (recomputed later).");
   sample(out, p + "num_preemptions_total", static_cast<double>(s.preemptions));
 
+  head(out, p + "batch_cap_adjustments_total", "counter",
+       "Dynamic batch cap decisions that changed the cap, by direction.");
+  sample(out, p + "batch_cap_adjustments_total", static_cast<double>(s.batch_cap_lowers),
+         "direction=\"lower\"");
+  sample(out, p + "batch_cap_adjustments_total", static_cast<double>(s.batch_cap_raises),
+         "direction=\"raise\"");
+
   render_gauges(s, now_s, out);
 
   head(out, p + "time_to_first_token_seconds", "histogram", "Arrival to first token.");
@@ -150,6 +157,12 @@ void Metrics::render_gauges(const EngineStats& s, double now_s, std::string& out
   head(out, p + "engine_busy_ratio", "gauge",
        "Fraction of wall time the engine spent in steps since the previous scrape.");
   sample(out, p + "engine_busy_ratio", std::clamp(busy, 0.0, 1.0));
+  head(out, p + "batch_cap", "gauge",
+       "Running-batch admission limit now (--max-running-requests, or the dynamic batch cap).");
+  sample(out, p + "batch_cap", s.batch_cap);
+  head(out, p + "batch_cap_p99_step_ms", "gauge",
+       "P99 decode-step time in the dynamic batch cap's current window (0 when off).");
+  sample(out, p + "batch_cap_p99_step_ms", s.batch_cap_p99_tpot_ms);
   head(out, p + "num_streams_open", "gauge", "HTTP generation requests in flight.");
   sample(out, p + "num_streams_open", static_cast<double>(n_open_.load()));
 }

@@ -145,8 +145,11 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& o) {
   bc.tpot_target_ms = o.slo_tpot_ms;
   bc.ttft_target_ms = o.slo_ttft_ms;
   bc.max_cap = o.max_running_requests;
-  if (bc.enabled()) impl->batch_cap = std::make_unique<BatchCapController>(bc);
-  impl->stats.batch_cap = o.max_running_requests;
+  if (bc.enabled()) {
+    impl->batch_cap = std::make_unique<BatchCapController>(bc);
+    impl->sched->set_running_cap(impl->batch_cap->cap());  // slow start from the first step
+  }
+  impl->stats.batch_cap = impl->sched->running_cap();
   const int32_t max_tokens = std::max(o.chunked_prefill_size, o.max_running_requests);
   impl->ws = std::make_unique<Workspace>(
       c, WorkspaceLimits{max_tokens, impl->context_length, o.max_running_requests,

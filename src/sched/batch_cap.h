@@ -9,14 +9,18 @@
 //     as TPOT too) and takes their P99 (nearest rank).
 //   - TTFT: the engine reports each request's arrival -> first token time when it happens; the
 //     controller keeps the last `window` of them and takes their P99.
-// Decision, every `interval` decode steps once the window is full:
+// Start: with a TPOT target the cap starts at `min_cap` and doubles per raise (slow start) until
+// the first lowering; then raises are +1 (additive increase). Without a TPOT target it starts at
+// the configured maximum. (A burst admitted at the full cap at start-up would keep its slow steps
+// until those requests finish, since lowering never preempts.)
+// Decision, every `interval` decode steps, once `interval` samples exist since the last change:
 //   - P99 TPOT > target: with base = min(cap, running) (so a cap far above the running batch bites
 //     at once), lower the cap to max(min, min(base - 1, floor(base * target / P99))): proportional
 //     decrease (step time grows at most linearly with the batch, so this removes the overshoot);
 //   - else if there is demand (requests waiting while the batch is at the cap) and P99 TPOT is
 //     below `raise_below` x target, or below the target itself while P99 TTFT misses its target:
-//     raise the cap by 1 (additive increase), up to the configured maximum. A TTFT target alone
-//     never lowers the cap (a smaller batch only delays admission); it lets a lowered cap rise.
+//     raise the cap (x2 in slow start, else +1), up to the configured maximum. A TTFT target
+//     alone never lowers the cap (a smaller batch only delays admission); it lets a cap rise.
 //   The window is cleared after a change so the next decision measures the new cap.
 // Lowering never preempts: the scheduler stops admitting until the batch shrinks under the cap.
 #pragma once
@@ -63,6 +67,7 @@ class BatchCapController {
   std::deque<double> ttft_ms_;
   int64_t n_raises_ = 0;
   int64_t n_lowers_ = 0;
+  bool slow_start_ = false;  // doubling raises until the first lowering
 };
 
 // Nearest-rank P99 of `v` (0 when empty). Exposed for tests.

@@ -203,35 +203,44 @@ TEST(Engine, PreemptionUnderATinyPoolStillCompletesEveryRequest) {
   expect_pages_accounted(**e);
 }
 
-// The dynamic batch cap with an unreachable TPOT target (1 microsecond): the cap falls to 1 within
-// a few decisions and is reported in the stats; admission waits under it, and every request still
-// gives exactly its alone-run output (lowering never preempts or disturbs running sequences).
-TEST(Engine, DynamicBatchCapLowersTheLimitWithoutChangingOutputs) {
+// The dynamic batch cap through the engine. An unreachable TPOT target (1 microsecond): the cap
+// starts at 1 (slow start) and never rises, so requests run one at a time; a target no step can
+// miss (1000 s): the cap doubles while requests wait. Either way every request gives exactly its
+// alone-run output (cap changes only gate admission) and every page is released.
+TEST(Engine, DynamicBatchCapGatesAdmissionWithoutChangingOutputs) {
   auto m = Model::load(LoadOptions{kModel});
   ASSERT_TRUE(m.is_ok());
-  EngineOptions o = opts();
-  o.slo_tpot_ms = 0.001;
-  auto e = Engine::create(o);
-  ASSERT_TRUE(e.is_ok()) << e.message();
-  Rng rng(5);
-  EventCollector col;
-  std::vector<std::tuple<RequestId, std::vector<TokenId>, int32_t>> subs;
-  for (int i = 0; i < 12; ++i) {
-    std::vector<TokenId> prompt(4 + rng.next_u64() % 40);
-    for (auto& t : prompt) t = static_cast<TokenId>(rng.next_u64() % 2048);
-    const int32_t n = 30 + static_cast<int32_t>(rng.next_u64() % 10);
-    auto id = (*e)->submit(greedy(prompt, n), col.sink());
-    ASSERT_TRUE(id.is_ok());
-    subs.emplace_back(*id, prompt, n);
+  for (const double target_ms : {0.001, 1e6}) {
+    EngineOptions o = opts();
+    o.slo_tpot_ms = target_ms;
+    auto e = Engine::create(o);
+    ASSERT_TRUE(e.is_ok()) << e.message();
+    EXPECT_EQ((*e)->stats().batch_cap, 1);  // slow start: from the first step
+    Rng rng(5);
+    EventCollector col;
+    std::vector<std::tuple<RequestId, std::vector<TokenId>, int32_t>> subs;
+    for (int i = 0; i < 12; ++i) {
+      std::vector<TokenId> prompt(4 + rng.next_u64() % 40);
+      for (auto& t : prompt) t = static_cast<TokenId>(rng.next_u64() % 2048);
+      const int32_t n = 30 + static_cast<int32_t>(rng.next_u64() % 10);
+      auto id = (*e)->submit(greedy(prompt, n), col.sink());
+      ASSERT_TRUE(id.is_ok());
+      subs.emplace_back(*id, prompt, n);
+    }
+    col.wait_done(12);
+    for (const auto& [id, prompt, n] : subs)
+      EXPECT_EQ(col.get(id).tokens, alone(**m, prompt, n)) << id;
+    const EngineStats st = (*e)->stats();
+    if (target_ms < 1.0) {
+      EXPECT_EQ(st.batch_cap, 1);
+      EXPECT_EQ(st.batch_cap_raises, 0);
+    } else {
+      EXPECT_GE(st.batch_cap, 8);  // 1 -> 2 -> 4 -> 8 (-> 16 while 4 of 12 still wait)
+      EXPECT_GE(st.batch_cap_raises, 3);
+      EXPECT_EQ(st.batch_cap_lowers, 0);
+    }
+    expect_pages_accounted(**e);
   }
-  col.wait_done(12);
-  for (const auto& [id, prompt, n] : subs)
-    EXPECT_EQ(col.get(id).tokens, alone(**m, prompt, n)) << id;
-  const EngineStats st = (*e)->stats();
-  EXPECT_EQ(st.batch_cap, 1);
-  EXPECT_GE(st.batch_cap_lowers, 1);
-  EXPECT_EQ(st.batch_cap_raises, 0);
-  expect_pages_accounted(**e);
   // Off by default: the cap is the configured maximum.
   auto e2 = Engine::create(opts());
   ASSERT_TRUE(e2.is_ok());

@@ -22,7 +22,7 @@ DEMO_MODEL ?= models/demo-tiny
 export CCACHE_BASEDIR := $(CURDIR)
 export CCACHE_NOHASHDIR := 1
 
-.PHONY: fuzz-smoke fuzz-long setup build serve test test-asan test-ubsan test-tsan format demo-model ds-mini bench-engine clean
+.PHONY: cuda cuda-test fuzz-smoke fuzz-long setup build serve test test-asan test-ubsan test-tsan format demo-model ds-mini bench-engine clean
 
 setup:
 	@scripts/setup
@@ -81,6 +81,16 @@ test-ubsan:
 
 test-tsan:
 	$(call sanitized_test,tsan)
+
+# CUDA backend (needs nvcc; builds here without a GPU). On a GPU machine `make cuda-test` runs the
+# CUDA kernel tests against the CPU reference and the FP8 GEMV bandwidth benchmark (vs H200 HBM).
+cuda: setup
+	cmake --preset cuda-release >/dev/null
+	cmake --build build/cuda-release -j$(JOBS) --target cuda_fp8_gemv_test cuda_fp8_gemv_bench
+
+cuda-test: cuda
+	build/cuda-release/tests/cuda/cuda_fp8_gemv_test
+	build/cuda-release/tests/cuda/cuda_fp8_gemv_bench 4800
 
 format:
 	@git ls-files '*.h' '*.cc' | xargs clang-format -i

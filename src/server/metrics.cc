@@ -160,9 +160,9 @@ void Metrics::render_gauges(const EngineStats& s, double now_s, std::string& out
   head(out, p + "batch_cap", "gauge",
        "Running-batch admission limit now (--max-running-requests, or the dynamic batch cap).");
   sample(out, p + "batch_cap", s.batch_cap);
-  head(out, p + "batch_cap_p99_step_ms", "gauge",
+  head(out, p + "batch_cap_p99_step_seconds", "gauge",
        "P99 decode-step time in the dynamic batch cap's current window (0 when off).");
-  sample(out, p + "batch_cap_p99_step_ms", s.batch_cap_p99_tpot_ms);
+  sample(out, p + "batch_cap_p99_step_seconds", s.batch_cap_p99_tpot_ms * 1e-3);
   head(out, p + "num_streams_open", "gauge", "HTTP generation requests in flight.");
   sample(out, p + "num_streams_open", static_cast<double>(n_open_.load()));
 }

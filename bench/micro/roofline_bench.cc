@@ -1,0 +1,214 @@
+// Measures this machine's ceilings, the denominators of every speed claim (issue #7):
+//   - read bandwidth (GB/s) streaming a buffer much larger than the caches, 1 thread and all;
+//   - FP32 FMA peak (GFLOP/s) from independent register-resident FMA chains, 1 thread and all;
+//   - BF16 dot peak (GFLOP/s): bf16 pairs widened and multiply-accumulated into f32
+//     (ReorderWidenMulAccumulate: AVX512-BF16 dot where the CPU has it, emulated elsewhere).
+// Best of several repetitions (noisy VMs). Usage: roofline_bench [--json] [--mib N] [--threads N]
+// The best Highway target this CPU supports is used (printed).
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "bench/micro/roofline_bench.cc"
+#include "hwy/foreach_target.h"  // IWYU pragma: keep
+#include "hwy/highway.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace dss::bench::HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+// Sum of n floats (n a multiple of 4 vectors); 4 accumulators hide the add latency.
+float ReadSum(const float* HWY_RESTRICT p, int64_t n) {
+  const hn::ScalableTag<float> d;
+  const int64_t N = static_cast<int64_t>(hn::Lanes(d));
+  auto a0 = hn::Zero(d), a1 = hn::Zero(d), a2 = hn::Zero(d), a3 = hn::Zero(d);
+  for (int64_t i = 0; i + 4 * N <= n; i += 4 * N) {
+    a0 = hn::Add(a0, hn::Load(d, p + i));
+    a1 = hn::Add(a1, hn::Load(d, p + i + N));
+    a2 = hn::Add(a2, hn::Load(d, p + i + 2 * N));
+    a3 = hn::Add(a3, hn::Load(d, p + i + 3 * N));
+  }
+  return hn::GetLane(hn::SumOfLanes(d, hn::Add(hn::Add(a0, a1), hn::Add(a2, a3))));
+}
+
+// 12 independent FMA chains x iters; returns FLOPs done (2 per lane per FMA) and a value the
+// compiler cannot drop.
+double FmaChains(int64_t iters, float* sink) {
+  const hn::ScalableTag<float> d;
+  auto m = hn::Set(d, 0.999999f), c = hn::Set(d, 1e-7f);
+  auto a0 = hn::Set(d, 1.0f), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0,
+       a8 = a0, a9 = a0, a10 = a0, a11 = a0;
+  for (int64_t i = 0; i < iters; ++i) {
+    a0 = hn::MulAdd(a0, m, c);
+    a1 = hn::MulAdd(a1, m, c);
+    a2 = hn::MulAdd(a2, m, c);
+    a3 = hn::MulAdd(a3, m, c);
+    a4 = hn::MulAdd(a4, m, c);
+    a5 = hn::MulAdd(a5, m, c);
+    a6 = hn::MulAdd(a6, m, c);
+    a7 = hn::MulAdd(a7, m, c);
+    a8 = hn::MulAdd(a8, m, c);
+    a9 = hn::MulAdd(a9, m, c);
+    a10 = hn::MulAdd(a10, m, c);
+    a11 = hn::MulAdd(a11, m, c);
+  }
+  auto s =
+      hn::Add(hn::Add(hn::Add(a0, a1), hn::Add(a2, a3)), hn::Add(hn::Add(a4, a5), hn::Add(a6, a7)));
+  s = hn::Add(s, hn::Add(hn::Add(a8, a9), hn::Add(a10, a11)));
+  *sink += hn::GetLane(s);
+  return 2.0 * 12.0 * static_cast<double>(hn::Lanes(d)) * static_cast<double>(iters);
+}
+
+// 8 independent bf16-pair dot chains x iters (each op: 2 x Lanes(f32) products, accumulated).
+double Bf16Chains(int64_t iters, float* sink) {
+#if HWY_TARGET == HWY_SCALAR
+  (void)iters;
+  (void)sink;
+  return 0.0;  // no bf16 vectors on the scalar target
+#else
+  const hn::ScalableTag<float> df;
+  const hn::Repartition<hwy::bfloat16_t, decltype(df)> dbf;
+  HWY_ALIGN hwy::bfloat16_t xs[hn::MaxLanes(dbf)], ys[hn::MaxLanes(dbf)];
+  for (size_t k = 0; k < hn::Lanes(dbf); ++k) {
+    xs[k] = hwy::BF16FromF32(0.999f);
+    ys[k] = hwy::BF16FromF32(1e-3f);
+  }
+  const auto x = hn::Load(dbf, xs);
+  const auto y = hn::Load(dbf, ys);
+  auto a0 = hn::Zero(df), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0;
+  auto b0 = hn::Zero(df), b1 = b0, b2 = b0, b3 = b0, b4 = b0, b5 = b0, b6 = b0, b7 = b0;
+  for (int64_t i = 0; i < iters; ++i) {
+    a0 = hn::ReorderWidenMulAccumulate(df, x, y, a0, b0);
+    a1 = hn::ReorderWidenMulAccumulate(df, x, y, a1, b1);
+    a2 = hn::ReorderWidenMulAccumulate(df, x, y, a2, b2);
+    a3 = hn::ReorderWidenMulAccumulate(df, x, y, a3, b3);
+    a4 = hn::ReorderWidenMulAccumulate(df, x, y, a4, b4);
+    a5 = hn::ReorderWidenMulAccumulate(df, x, y, a5, b5);
+    a6 = hn::ReorderWidenMulAccumulate(df, x, y, a6, b6);
+    a7 = hn::ReorderWidenMulAccumulate(df, x, y, a7, b7);
+  }
+  auto s =
+      hn::Add(hn::Add(hn::Add(a0, a1), hn::Add(a2, a3)), hn::Add(hn::Add(a4, a5), hn::Add(a6, a7)));
+  s = hn::Add(s, hn::Add(hn::Add(hn::Add(b0, b1), hn::Add(b2, b3)),
+                         hn::Add(hn::Add(b4, b5), hn::Add(b6, b7))));
+  *sink += hn::GetLane(s);
+  return 2.0 * 8.0 * 2.0 * static_cast<double>(hn::Lanes(df)) * static_cast<double>(iters);
+#endif
+}
+
+}  // namespace dss::bench::HWY_NAMESPACE
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "hwy/aligned_allocator.h"
+#include "hwy/targets.h"
+
+namespace dss::bench {
+HWY_EXPORT(ReadSum);
+HWY_EXPORT(FmaChains);
+HWY_EXPORT(Bf16Chains);
+
+namespace {
+
+double now_s() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// Runs f(thread_index) on n threads at once; returns wall seconds.
+template <class F>
+double run_threads(int n, F f) {
+  std::vector<std::thread> ts;
+  const double t0 = now_s();
+  for (int i = 0; i < n; ++i) ts.emplace_back([&f, i] { f(i); });
+  for (auto& t : ts) t.join();
+  return now_s() - t0;
+}
+
+// GB/s reading `bytes` split across n threads (each thread first-touches its own part), best of 5.
+double read_gbps(float* buf, int64_t n_floats, int n_threads) {
+  const int64_t per = (n_floats / n_threads) / 64 * 64;
+  volatile float sink = 0;
+  run_threads(n_threads, [&](int i) {
+    std::memset(buf + i * per, 0, static_cast<size_t>(per) * sizeof(float));
+  });
+  double best = 0;
+  for (int rep = 0; rep < 5; ++rep) {
+    const double s = run_threads(
+        n_threads, [&](int i) { sink = sink + HWY_DYNAMIC_DISPATCH(ReadSum)(buf + i * per, per); });
+    best = std::max(best, static_cast<double>(per) * n_threads * sizeof(float) / s * 1e-9);
+  }
+  return best;
+}
+
+template <class Kernel>
+double peak_gflops(Kernel k, int n_threads) {
+  const int64_t iters = 20'000'000;
+  double best = 0;
+  for (int rep = 0; rep < 3; ++rep) {
+    std::vector<double> flops(static_cast<size_t>(n_threads));
+    std::vector<float> sinks(static_cast<size_t>(n_threads));
+    const double s = run_threads(n_threads, [&](int i) {
+      flops[static_cast<size_t>(i)] = k(iters, &sinks[static_cast<size_t>(i)]);
+    });
+    double total = 0;
+    for (double f : flops) total += f;
+    best = std::max(best, total / s * 1e-9);
+  }
+  return best;
+}
+
+}  // namespace
+}  // namespace dss::bench
+
+int main(int argc, char** argv) {
+  bool json = false;
+  int64_t mib = 1024;
+  int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--json") {
+      json = true;
+    } else if (a == "--mib" && i + 1 < argc) {
+      mib = std::atoll(argv[++i]);
+    } else if (a == "--threads" && i + 1 < argc) {
+      threads = std::atoi(argv[++i]);
+    } else {
+      std::fprintf(stderr, "usage: roofline_bench [--json] [--mib N] [--threads N]\n");
+      return 2;
+    }
+  }
+  using namespace dss::bench;
+  const int64_t n_floats = mib * (1 << 20) / 4;
+  auto buf = hwy::AllocateAligned<float>(static_cast<size_t>(n_floats));
+  const double bw1 = read_gbps(buf.get(), n_floats, 1);
+  const double bwn = read_gbps(buf.get(), n_floats, threads);
+  auto fma = [](int64_t it, float* s) { return HWY_DYNAMIC_DISPATCH(FmaChains)(it, s); };
+  auto bf16 = [](int64_t it, float* s) { return HWY_DYNAMIC_DISPATCH(Bf16Chains)(it, s); };
+  const double f1 = peak_gflops(fma, 1), fn = peak_gflops(fma, threads);
+  const double b1 = peak_gflops(bf16, 1), bn = peak_gflops(bf16, threads);
+  // The dispatcher picks the best supported compiled target: the lowest set bit.
+  const int64_t targets = hwy::SupportedTargets() & HWY_TARGETS;
+  const char* target = hwy::TargetName(targets & (~targets + 1));
+  if (json) {
+    std::printf(
+        "{\"target\": \"%s\", \"threads\": %d, \"read_gbps_1t\": %.2f, \"read_gbps\": %.2f, "
+        "\"fma_gflops_1t\": %.1f, \"fma_gflops\": %.1f, \"bf16_dot_gflops_1t\": %.1f, "
+        "\"bf16_dot_gflops\": %.1f}\n",
+        target, threads, bw1, bwn, f1, fn, b1, bn);
+  } else {
+    std::printf("target %s, %d threads, %lld MiB buffer\n", target, threads,
+                static_cast<long long>(mib));
+    std::printf("%-28s %10s %10s\n", "", "1 thread", "all");
+    std::printf("%-28s %10.1f %10.1f\n", "memory read, GB/s", bw1, bwn);
+    std::printf("%-28s %10.1f %10.1f\n", "fp32 FMA, GFLOP/s", f1, fn);
+    std::printf("%-28s %10.1f %10.1f\n", "bf16 dot (widen-MAC), GFLOP/s", b1, bn);
+  }
+  return 0;
+}
+#endif  // HWY_ONCE

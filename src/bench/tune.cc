@@ -1,10 +1,12 @@
 #include "bench/tune.h"
 
+#include <chrono>
 #include <cstdio>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <optional>
+#include <thread>
 
 #include "base/clock.h"
 #include "base/str_cat.h"
@@ -24,6 +26,20 @@ std::optional<double> busy_seconds(const std::string& base_url) {
   auto r = http_call(*url, "/metrics", "", 10);
   if (!r || r->status != 200) return std::nullopt;
   return prom_sample(r->body, "dsserve:engine_busy_seconds_total");
+}
+
+// The engine adds a step's time to the counter after the step's tokens went out, so right after
+// the last response of a phase the counter may still miss that step. Re-read until two reads 20 ms
+// apart agree (at most ~1 s), so each phase's steps land on its own side of the boundary.
+std::optional<double> settled_busy_seconds(const std::string& base_url) {
+  std::optional<double> v = busy_seconds(base_url);
+  for (int k = 0; v && k < 50; ++k) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    const std::optional<double> w = busy_seconds(base_url);
+    if (!w || *w == *v) break;
+    v = w;
+  }
+  return v;
 }
 
 Status write_file(const std::string& path, const std::string& text) {
@@ -60,12 +76,12 @@ Result<TunePoint> run_setting(const TuneOptions& o, const TuneSetting& s, size_t
   std::optional<double> busy0, busy1;
   double t0 = 0, t1 = 0;
   b.on_main_start = [&] {
-    busy0 = busy_seconds(b.base_url);
+    busy0 = settled_busy_seconds(b.base_url);
     t0 = now_seconds();
   };
   b.on_main_end = [&] {
     t1 = now_seconds();
-    busy1 = busy_seconds(b.base_url);
+    busy1 = settled_busy_seconds(b.base_url);
   };
   b.label = s.label();
   DSS_ASSIGN_OR_RETURN(BenchOutcome out, run_benchmark(b));

@@ -8,15 +8,9 @@ set -euo pipefail
 DSSERVE=$1
 ROOT=$2
 PY=/usr/bin/python3
-WORK=$(mktemp -d /tmp/dss-bench.XXXXXX)
-PIDS=()
-cleanup() {
-  for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null || true; done
-  rm -rf "$WORK"
-}
-trap cleanup EXIT
 # shellcheck source=../server/server_lib.sh
 source "$ROOT/tests/server/server_lib.sh"
+scratch_dir bench
 
 "$DSSERVE" init-model --preset tiny --out "$WORK/tiny" >/dev/null 2>&1
 # Context 80 tokens: the range-ratio case below overflows it on purpose (400 -> failed requests).

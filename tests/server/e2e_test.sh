@@ -6,15 +6,9 @@
 set -euo pipefail
 DSSERVE=$1
 ROOT=$2
-WORK=$(mktemp -d /tmp/dss-e2e.XXXXXX)
-PIDS=()
-cleanup() {
-  for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null || true; done
-  rm -rf "$WORK"
-}
-trap cleanup EXIT
 # shellcheck source=server_lib.sh
 source "$ROOT/tests/server/server_lib.sh"
+scratch_dir e2e
 [ -d "$ROOT/node_modules/openai" ] || fail "npm package openai missing: run 'npm ci' in $ROOT"
 
 "$DSSERVE" init-model --preset tiny --out "$WORK/tiny" >/dev/null 2>&1

@@ -7,15 +7,9 @@ DSSERVE=$1
 ROOT=$2
 N=${3:-200}
 D=${4:-50}
-WORK=$(mktemp -d /tmp/dss-load.XXXXXX)
-PIDS=()
-cleanup() {
-  for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null || true; done
-  rm -rf "$WORK"
-}
-trap cleanup EXIT
 # shellcheck source=server_lib.sh
 source "$ROOT/tests/server/server_lib.sh"
+scratch_dir load
 [ -d "$ROOT/node_modules/openai" ] || fail "npm package openai missing: run 'npm ci' in $ROOT"
 command -v promtool >/dev/null || fail "promtool missing (Debian package prometheus)"
 

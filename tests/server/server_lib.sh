@@ -4,6 +4,14 @@
 
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
+# scratch_dir NAME: WORK = a fresh /tmp/dss-NAME.* directory and PIDS = (); on exit every pid in
+# PIDS is killed and WORK removed. Call once, right after sourcing this file.
+scratch_dir() {
+  WORK=$(mktemp -d "/tmp/dss-$1.XXXXXX")
+  PIDS=()
+  trap 'for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null || true; done; rm -rf "$WORK"' EXIT
+}
+
 start_server() {
   local name=$1; shift
   local log="$WORK/$name.log"

@@ -254,13 +254,7 @@ void add_init_model(CLI::App& app) {
       "Override vocab_size (the tokenizer files are added only for the real vocabulary)");
   cmd->add_option("--tokenizer-dir", o->tokenizer_dir,
                   "Where to copy tokenizer.json/tokenizer_config.json from");
-  cmd->callback([o] {
-    Status s = init_model(*o);
-    if (!s) {
-      std::fprintf(stderr, "dsserve init-model: %s\n", s.message().c_str());
-      exit_code = 1;
-    }
-  });
+  cmd->callback([o] { report_failure("init-model", init_model(*o)); });
 }
 
 }  // namespace

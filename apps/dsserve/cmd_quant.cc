@@ -57,12 +57,7 @@ void add_convert(CLI::App& app) {
     o.policy.exclude = a->exclude;
     if (!a->quiet) o.progress = print_progress;
     const double t0 = now_seconds();
-    Status s = convert_checkpoint(o);
-    if (!s) {
-      std::fprintf(stderr, "dsserve convert: %s\n", s.message().c_str());
-      exit_code = 1;
-      return;
-    }
+    if (report_failure("convert", convert_checkpoint(o))) return;
     if (!a->quiet)
       std::fprintf(stderr, "convert: wrote %s (%s) in %.1f s\n", a->out.c_str(), a->to.c_str(),
                    now_seconds() - t0);
@@ -93,13 +88,7 @@ void add_eval_quant(CLI::App& app) {
   cmd->add_option("--seed", o->seed, "Seed of the random prompts")->capture_default_str();
   cmd->add_option("--threads", o->n_threads, "Compute threads (0: all)")->capture_default_str();
   cmd->add_flag("--json", o->json, "Print JSON instead of a markdown table");
-  cmd->callback([o] {
-    Status s = eval_quant(*o);
-    if (!s) {
-      std::fprintf(stderr, "dsserve eval-quant: %s\n", s.message().c_str());
-      exit_code = 1;
-    }
-  });
+  cmd->callback([o] { report_failure("eval-quant", eval_quant(*o)); });
 }
 
 }  // namespace

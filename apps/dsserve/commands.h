@@ -4,11 +4,22 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <cstdio>
+
 #include <string>
+#include "base/status.h"
 
 namespace dss::app {
 
 extern int exit_code;
+
+// When `s` failed: prints "dsserve CMD: message" to stderr, sets exit_code 1 and returns true.
+inline bool report_failure(const char* cmd, const Status& s) {
+  if (s) return false;
+  std::fprintf(stderr, "dsserve %s: %s\n", cmd, s.message().c_str());
+  exit_code = 1;
+  return true;
+}
 extern std::string command_line;  // argv joined by spaces (recorded by `tune`)
 
 void register_model_commands(CLI::App& app);    // logits, inspect, init-model (cmd_model.cc)

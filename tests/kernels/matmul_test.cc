@@ -1,7 +1,8 @@
 // kernels/cpu matmul vs kernels/ref on every compiled Highway target this CPU supports, for every
 // weight dtype (I8 included), on random shapes including ragged FP8 edge blocks and token counts
-// not a multiple of the 4-token tile. Error metric: max |y - ref| / (rms(ref) + tiny), tolerance
-// 1e-5 (float32 accumulation of up to ~700 terms vs the double-accumulated reference).
+// not a multiple of the 4-token tile, and the GEMM path (>= 5 tokens). Error metric: max |y - ref|
+// / (rms(ref) + tiny), tolerance 1e-5 (float32 accumulation of up to ~2100 terms vs the
+// double-accumulated reference).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -74,8 +75,20 @@ namespace dss::cpu::HWY_NAMESPACE {
 
 void TestMatmulAllDtypes() {
   Rng rng(1234);
-  const int64_t shapes[][3] = {{1, 1, 1},     {3, 8, 16},   {80, 256, 1}, {130, 200, 5},
-                               {257, 129, 4}, {64, 640, 9}, {7, 37, 3}};
+  const int64_t shapes[][3] = {{1, 1, 1},
+                               {3, 8, 16},
+                               {80, 256, 1},
+                               {130, 200, 5},
+                               {257, 129, 4},
+                               {64, 640, 9},
+                               {7, 37, 3},
+                               // the GEMM path (>= 5 tokens): ragged row tiles, several column
+                               // panels of 1024 and token blocks of 64, short tails
+                               {50, 1300, 70},
+                               {129, 384, 13},
+                               {5, 2100, 6},
+                               {17, 128, 5},
+                               {31, 260, 67}};
   for (DType dt : {DType::kF32, DType::kBF16, DType::kF16, DType::kF8E4M3, DType::kI8}) {
     for (const auto& s : shapes) {
       const int64_t rows = s[0], cols = s[1], n_tok = s[2];
@@ -100,14 +113,16 @@ void TestMatmulRowRangeWritesOnlyItsRows() {
   Rng rng(9);
   for (DType dt : {DType::kF8E4M3, DType::kI8}) {
     auto w = test::random_matrix(dt, 300, 256, rng);
-    std::vector<float> x(2 * 256);
-    for (auto& v : x) v = rng.normal();
-    std::vector<float> y(2 * 300, 7.0f);
-    MatmulRows(w.m, x.data(), 2, y.data(), 128, 256);
-    for (int64_t t = 0; t < 2; ++t) {
-      for (int64_t r = 0; r < 300; ++r) {
-        if (r < 128 || r >= 256) {
-          EXPECT_EQ(y[static_cast<size_t>(t * 300 + r)], 7.0f);
+    for (const int64_t n_tok : {2, 7}) {  // GEMV and GEMM paths
+      std::vector<float> x(static_cast<size_t>(n_tok) * 256);
+      for (auto& v : x) v = rng.normal();
+      std::vector<float> y(static_cast<size_t>(n_tok) * 300, 7.0f);
+      MatmulRows(w.m, x.data(), n_tok, y.data(), 128, 256);
+      for (int64_t t = 0; t < n_tok; ++t) {
+        for (int64_t r = 0; r < 300; ++r) {
+          if (r < 128 || r >= 256) {
+            EXPECT_EQ(y[static_cast<size_t>(t * 300 + r)], 7.0f);
+          }
         }
       }
     }

@@ -8,6 +8,10 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
+#include <type_traits>
+
+#include "base/check.h"
 
 #include "hwy/highway.h"
 #include "kernels/cpu/hwy_util-inl.h"
@@ -17,25 +21,34 @@ HWY_BEFORE_NAMESPACE();
 namespace dss::cpu::HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
-// Lanes(df) weights starting at `p`, widened to f32 and multiplied by `scale` (FP8 only).
-// e4m3fn decode without a table: the 7 exponent+mantissa bits shifted into an f32's exponent and
-// mantissa fields give the value times 2^-120 (subnormal codes land on f32 subnormals with the same
-// mantissa, so they are exact too); the caller passes scale * 2^120, so the product is the single
-// rounding fl(fp8 * scale) - exactly the reference dequantisation. NaN codes are not expected.
+// Lanes(df) weights starting at `p`, widened to f32; FP8 codes are also multiplied by `scale`.
+//
+// e4m3fn decode through F16 (one shift and one mask per lane, then the F16C conversion): the byte
+// sign-extended to 16 bits and shifted left by 7 puts the sign in bit 15, the 4 exponent bits in
+// bits 10..13 and the 3 mantissa bits in 7..9 - an f16 whose value is the e4m3 value times 2^-8
+// (both biases differ by 8; subnormal codes land on f16 subnormals, so they are exact too); bit 14
+// holds a copy of the sign and is cleared. The caller passes scale * 2^8 (kDecodeScale), so the
+// product is the single rounding fl(fp8 * scale): exactly the reference dequantisation.
+// NaN codes are not expected.
 template <class DF>
 HWY_INLINE hn::Vec<DF> LoadWeights(DF df, const uint8_t* HWY_RESTRICT p, hn::Vec<DF> scale) {
-  const hn::RebindToUnsigned<DF> du;
-  const hn::Rebind<uint8_t, DF> d8;
-  const auto b = hn::PromoteTo(du, hn::LoadU(d8, p));
-  const auto mag = hn::ShiftLeft<20>(hn::And(b, hn::Set(du, 0x7Fu)));
-  const auto sign = hn::ShiftLeft<24>(hn::And(b, hn::Set(du, 0x80u)));
-  return hn::Mul(hn::BitCast(df, hn::Or(mag, sign)), scale);
+  const hn::Rebind<int8_t, DF> d8;
+  const hn::Rebind<int16_t, DF> d16;
+  const hn::Rebind<hwy::float16_t, DF> dh;
+  const auto s16 = hn::PromoteTo(d16, hn::LoadU(d8, reinterpret_cast<const int8_t*>(p)));
+  const auto h = hn::And(hn::ShiftLeft<7>(s16), hn::Set(d16, static_cast<int16_t>(0xBFFF)));
+  return hn::Mul(hn::PromoteTo(df, hn::BitCast(dh, h)), scale);
 }
 template <class DF>
 HWY_INLINE hn::Vec<DF> LoadWeights(DF df, const uint16_t* HWY_RESTRICT p, hn::Vec<DF>) {  // bf16
   const hn::RebindToUnsigned<DF> du;
   const hn::Rebind<uint16_t, DF> d16;
   return hn::BitCast(df, hn::ShiftLeft<16>(hn::PromoteTo(du, hn::LoadU(d16, p))));
+}
+template <class DF>
+HWY_INLINE hn::Vec<DF> LoadWeights(DF df, const hwy::float16_t* HWY_RESTRICT p, hn::Vec<DF>) {
+  const hn::Rebind<hwy::float16_t, DF> dh;
+  return hn::PromoteTo(df, hn::LoadU(dh, p));
 }
 template <class DF>
 HWY_INLINE hn::Vec<DF> LoadWeights(DF df, const float* HWY_RESTRICT p, hn::Vec<DF>) {
@@ -52,76 +65,199 @@ HWY_INLINE hn::Vec<DF> LoadWeights(DF df, const int8_t* HWY_RESTRICT p, hn::Vec<
 
 inline float ScalarWeight(const uint8_t* p, int64_t i) { return fp8e4m3_to_f32(p[i]); }
 inline float ScalarWeight(const uint16_t* p, int64_t i) { return bf16_to_f32(p[i]); }
+inline float ScalarWeight(const hwy::float16_t* p, int64_t i) {
+  uint16_t b;
+  std::memcpy(&b, p + i, 2);
+  return f16_to_f32(b);
+}
 inline float ScalarWeight(const float* p, int64_t i) { return p[i]; }
 inline float ScalarWeight(const int8_t* p, int64_t i) { return static_cast<float>(p[i]); }
 
-// One weight row against kTok (1..4) token rows: every weight vector is decoded once and used
-// kTok times. Results go to y[(t0 + k) * n_rows + r].
-template <int kTok, typename T>
-HWY_INLINE void MatmulRowTile(const T* HWY_RESTRICT wr, const float* HWY_RESTRICT srow,
-                              int64_t n_cols, int64_t block, const float* HWY_RESTRICT x0,
-                              float* HWY_RESTRICT y0, int64_t n_rows) {
+// The factor LoadWeights expects on top of the block scale (2^8 for the FP8 -> F16 decode).
+template <typename T>
+constexpr float kDecodeScale = std::is_same_v<T, uint8_t> ? 256.0f : 1.0f;
+
+// Shape of one weight matrix as the row kernels see it. `block` is the column (and row) block
+// sharing one scale: 128 for FP8, n_cols (one block, no scale) otherwise.
+template <typename T>
+struct RowsView {
+  const T* HWY_RESTRICT w;           // [n_rows, n_cols] row-major
+  const float* HWY_RESTRICT scales;  // FP8: [ceil(n_rows/block), ceil(n_cols/block)]; else null
+  int64_t n_cols, n_rows, block;
+  int64_t n_scale_cols() const { return (n_cols + block - 1) / block; }
+  float scale(int64_t r, int64_t cb) const {
+    return scales ? scales[(r / block) * n_scale_cols() + cb] : 1.0f;
+  }
+};
+
+// GEMV tile: kR weight rows (r .. r+kR) against kT token rows of x ([kT, n_cols], row stride
+// n_cols); every weight vector is decoded in registers once and used kT times, and the kR x kT
+// independent accumulator chains hide the FMA latency (one row alone is latency-bound).
+// Results go to y[k * n_rows + r + i] (y already offset to the first token).
+template <int kR, int kT, typename T>
+HWY_INLINE void GemvTile(const RowsView<T>& m, int64_t r, const float* HWY_RESTRICT x,
+                         float* HWY_RESTRICT y) {
   const hn::ScalableTag<float> df;
-  const int64_t N = static_cast<int64_t>(hn::Lanes(df));
-  const int64_t n_scale_cols = (n_cols + block - 1) / block;
-  constexpr float k2p120 = 1.329227995784916e36f;  // 2^120
-  const float* x1 = x0 + (kTok > 1 ? n_cols : 0);
-  const float* x2 = x0 + (kTok > 2 ? 2 * n_cols : 0);
-  const float* x3 = x0 + (kTok > 3 ? 3 * n_cols : 0);
-  float tail[4] = {0, 0, 0, 0};
-  auto a0 = hn::Zero(df), a1 = hn::Zero(df), a2 = hn::Zero(df), a3 = hn::Zero(df);
-  for (int64_t cb = 0; cb < n_scale_cols; ++cb) {
-    const int64_t c_begin = cb * block, c_end = std::min(n_cols, c_begin + block);
-    const float s = srow ? srow[cb] : 1.0f;
-    const auto vs = hn::Set(df, s * k2p120);
+  using V = hn::Vec<decltype(df)>;
+  const auto N = static_cast<int64_t>(hn::Lanes(df));
+  const int64_t n_cols = m.n_cols;
+  V acc[kR][kT];
+  float tail[kR][kT] = {};
+  for (int i = 0; i < kR; ++i) {
+    for (int j = 0; j < kT; ++j) acc[i][j] = hn::Zero(df);
+  }
+  for (int64_t cb = 0, c_begin = 0; c_begin < n_cols; ++cb, c_begin += m.block) {
+    const int64_t c_end = std::min(n_cols, c_begin + m.block);
+    V vs[kR];
+    float s[kR];
+    for (int i = 0; i < kR; ++i) {
+      s[i] = m.scale(r + i, cb);
+      vs[i] = hn::Set(df, s[i] * kDecodeScale<T>);
+    }
     int64_t c = c_begin;
     for (; c + N <= c_end; c += N) {
-      const auto wv = LoadWeights(df, wr + c, vs);
-      a0 = hn::MulAdd(wv, hn::LoadU(df, x0 + c), a0);
-      if constexpr (kTok > 1) a1 = hn::MulAdd(wv, hn::LoadU(df, x1 + c), a1);
-      if constexpr (kTok > 2) a2 = hn::MulAdd(wv, hn::LoadU(df, x2 + c), a2);
-      if constexpr (kTok > 3) a3 = hn::MulAdd(wv, hn::LoadU(df, x3 + c), a3);
+      V xv[kT];
+      for (int j = 0; j < kT; ++j) xv[j] = hn::LoadU(df, x + j * n_cols + c);
+      for (int i = 0; i < kR; ++i) {
+        const V wv = LoadWeights(df, m.w + (r + i) * n_cols + c, vs[i]);
+        for (int j = 0; j < kT; ++j) acc[i][j] = hn::MulAdd(wv, xv[j], acc[i][j]);
+      }
     }
     for (; c < c_end; ++c) {  // ragged tail of the block
-      const float wv = srow ? ScalarWeight(wr, c) * s : ScalarWeight(wr, c);
-      tail[0] += wv * x0[c];
-      if constexpr (kTok > 1) tail[1] += wv * x1[c];
-      if constexpr (kTok > 2) tail[2] += wv * x2[c];
-      if constexpr (kTok > 3) tail[3] += wv * x3[c];
+      for (int i = 0; i < kR; ++i) {
+        const float wv = m.scales ? ScalarWeight(m.w + (r + i) * n_cols, c) * s[i]
+                                  : ScalarWeight(m.w + (r + i) * n_cols, c);
+        for (int j = 0; j < kT; ++j) tail[i][j] += wv * x[j * n_cols + c];
+      }
     }
   }
-  y0[0] = ReduceSumF(df, a0) + tail[0];
-  if constexpr (kTok > 1) y0[n_rows] = ReduceSumF(df, a1) + tail[1];
-  if constexpr (kTok > 2) y0[2 * n_rows] = ReduceSumF(df, a2) + tail[2];
-  if constexpr (kTok > 3) y0[3 * n_rows] = ReduceSumF(df, a3) + tail[3];
+  for (int i = 0; i < kR; ++i) {
+    for (int j = 0; j < kT; ++j) y[j * m.n_rows + r + i] = ReduceSumF(df, acc[i][j]) + tail[i][j];
+  }
 }
 
-// Rows [r_begin, r_end) for weights of element type T, up to 4 tokens per pass over a weight row.
-// `block` is the column block sharing one scale (n_cols when `scales` is null).
+// Rows [r_begin, r_end) for kT tokens: tiles of kR rows, then single rows.
+template <int kR, int kT, typename T>
+HWY_INLINE void GemvRows(const RowsView<T>& m, const float* x, float* y, int64_t r_begin,
+                         int64_t r_end) {
+  int64_t r = r_begin;
+  for (; r + kR <= r_end; r += kR) GemvTile<kR, kT>(m, r, x, y);
+  for (; r < r_end; ++r) GemvTile<1, kT>(m, r, x, y);
+}
+
+// GEMM path (many tokens). The weights of kGemmRows rows x kGemmCols columns are decoded once to
+// f32 on the stack, then every token of a block of kGemmTokBlock tokens is multiplied against
+// them in register tiles of kGemmRows rows x kGemmTok tokens (12 accumulators; per column vector
+// 3 weight and 4 x loads feed 12 FMAs); partial dot products per column block are added into y.
+// Decoding costs one pass over the weights per token block instead of one per token tile, and the
+// token block of x
+// ([64, kGemmCols] f32 = 256 KiB) stays in L2.
+inline constexpr int64_t kGemmRows = 3;
+inline constexpr int64_t kGemmTok = 4;
+inline constexpr int64_t kGemmCols = 1024;  // a multiple of the FP8 block (128)
+inline constexpr int64_t kGemmTokBlock = 64;
+
+// Decodes rows [r, r + kGemmRows) x columns [c0, c0 + n) to `out` ([kGemmRows, kGemmCols] f32,
+// fully scaled: fl(fp8 * scale) for FP8). Rows past n_rows are not touched.
 template <typename T>
-void MatmulRowsT(const T* HWY_RESTRICT w, const float* HWY_RESTRICT scales, int64_t n_cols,
-                 int64_t n_rows, int64_t block, const float* HWY_RESTRICT x, int64_t n_tok,
-                 float* HWY_RESTRICT y, int64_t r_begin, int64_t r_end) {
-  const int64_t n_scale_cols = (n_cols + block - 1) / block;
-  for (int64_t r = r_begin; r < r_end; ++r) {
-    const T* HWY_RESTRICT wr = w + r * n_cols;
-    const float* HWY_RESTRICT srow = scales ? scales + (r / block) * n_scale_cols : nullptr;
-    int64_t t0 = 0;
-    for (; t0 + 4 <= n_tok; t0 += 4)
-      MatmulRowTile<4>(wr, srow, n_cols, block, x + t0 * n_cols, y + t0 * n_rows + r, n_rows);
-    switch (n_tok - t0) {
-      case 3:
-        MatmulRowTile<3>(wr, srow, n_cols, block, x + t0 * n_cols, y + t0 * n_rows + r, n_rows);
-        break;
-      case 2:
-        MatmulRowTile<2>(wr, srow, n_cols, block, x + t0 * n_cols, y + t0 * n_rows + r, n_rows);
-        break;
-      case 1:
-        MatmulRowTile<1>(wr, srow, n_cols, block, x + t0 * n_cols, y + t0 * n_rows + r, n_rows);
-        break;
-      default:
-        break;
+HWY_INLINE void DecodePanel(const RowsView<T>& m, int64_t r, int64_t n_r, int64_t c0, int64_t n,
+                            float* HWY_RESTRICT out) {
+  const hn::ScalableTag<float> df;
+  const auto N = static_cast<int64_t>(hn::Lanes(df));
+  for (int64_t i = 0; i < n_r; ++i) {
+    const T* HWY_RESTRICT wr = m.w + (r + i) * m.n_cols;
+    float* HWY_RESTRICT o = out + i * kGemmCols;
+    for (int64_t c_begin = c0; c_begin < c0 + n; c_begin += m.block) {
+      const int64_t c_end = std::min(c0 + n, c_begin + m.block);
+      const float s = m.scale(r + i, c_begin / m.block);
+      const auto vs = hn::Set(df, s * kDecodeScale<T>);
+      int64_t c = c_begin;
+      for (; c + N <= c_end; c += N) hn::Store(LoadWeights(df, wr + c, vs), df, o + (c - c0));
+      for (; c < c_end; ++c) o[c - c0] = m.scales ? ScalarWeight(wr, c) * s : ScalarWeight(wr, c);
     }
+  }
+}
+
+// kR decoded rows (stride kGemmCols) x kT tokens (x stride ldx) over n columns; adds the dot
+// products to y[j * ldy + i].
+template <int kR, int kT>
+HWY_INLINE void GemmTile(const float* HWY_RESTRICT wd, int64_t n, const float* HWY_RESTRICT x,
+                         int64_t ldx, float* HWY_RESTRICT y, int64_t ldy) {
+  const hn::ScalableTag<float> df;
+  using V = hn::Vec<decltype(df)>;
+  const auto N = static_cast<int64_t>(hn::Lanes(df));
+  V acc[kR][kT];
+  for (int i = 0; i < kR; ++i) {
+    for (int j = 0; j < kT; ++j) acc[i][j] = hn::Zero(df);
+  }
+  int64_t c = 0;
+  for (; c + N <= n; c += N) {
+    V wv[kR];
+    for (int i = 0; i < kR; ++i) wv[i] = hn::Load(df, wd + i * kGemmCols + c);
+    for (int j = 0; j < kT; ++j) {
+      const V xv = hn::LoadU(df, x + j * ldx + c);
+      for (int i = 0; i < kR; ++i) acc[i][j] = hn::MulAdd(wv[i], xv, acc[i][j]);
+    }
+  }
+  for (int i = 0; i < kR; ++i) {
+    for (int j = 0; j < kT; ++j) {
+      float t = ReduceSumF(df, acc[i][j]);
+      for (int64_t cc = c; cc < n; ++cc) t += wd[i * kGemmCols + cc] * x[j * ldx + cc];
+      y[j * ldy + i] += t;
+    }
+  }
+}
+
+template <typename T>
+void GemmRows(const RowsView<T>& m, const float* HWY_RESTRICT x, int64_t n_tok,
+              float* HWY_RESTRICT y, int64_t r_begin, int64_t r_end) {
+  HWY_ALIGN float wd[kGemmRows * kGemmCols];
+  const int64_t n_cols = m.n_cols, n_rows = m.n_rows;
+  for (int64_t t = 0; t < n_tok; ++t)
+    std::fill(y + t * n_rows + r_begin, y + t * n_rows + r_end, 0.0f);
+  for (int64_t t0 = 0; t0 < n_tok; t0 += kGemmTokBlock) {
+    const int64_t t1 = std::min(n_tok, t0 + kGemmTokBlock);
+    for (int64_t r = r_begin; r < r_end; r += kGemmRows) {
+      const int64_t n_r = std::min(kGemmRows, r_end - r);
+      for (int64_t c0 = 0; c0 < n_cols; c0 += kGemmCols) {
+        const int64_t n = std::min(kGemmCols, n_cols - c0);
+        DecodePanel(m, r, n_r, c0, n, wd);
+        int64_t t = t0;
+        if (n_r == kGemmRows) {
+          for (; t + kGemmTok <= t1; t += kGemmTok)
+            GemmTile<kGemmRows, kGemmTok>(wd, n, x + t * n_cols + c0, n_cols, y + t * n_rows + r,
+                                          n_rows);
+        }
+        for (; t < t1; ++t) {
+          for (int64_t i = 0; i < n_r; ++i)
+            GemmTile<1, 1>(wd + i * kGemmCols, n, x + t * n_cols + c0, n_cols,
+                           y + t * n_rows + r + i, n_rows);
+        }
+      }
+    }
+  }
+}
+
+// Token counts from which the GEMM path (decode once per token block) beats decoding in registers
+// per tile of <= 4 tokens.
+inline constexpr int64_t kGemmMinTokens = 5;
+
+// Rows [r_begin, r_end) for weights of element type T.
+template <typename T>
+void MatmulRowsT(const RowsView<T>& m, const float* HWY_RESTRICT x, int64_t n_tok,
+                 float* HWY_RESTRICT y, int64_t r_begin, int64_t r_end) {
+  if (n_tok >= kGemmMinTokens) return GemmRows(m, x, n_tok, y, r_begin, r_end);
+  switch (n_tok) {
+    case 4:
+      return GemvRows<2, 4>(m, x, y, r_begin, r_end);
+    case 3:
+      return GemvRows<2, 3>(m, x, y, r_begin, r_end);
+    case 2:
+      return GemvRows<4, 2>(m, x, y, r_begin, r_end);
+    case 1:
+      return GemvRows<4, 1>(m, x, y, r_begin, r_end);
+    default:
+      return;
   }
 }
 
@@ -129,33 +265,31 @@ inline void MatmulRows(const Matrix& w, const float* x, int64_t n_tok, float* y,
                        int64_t r_end) {
   switch (w.dtype) {
     case DType::kF8E4M3:
-      MatmulRowsT(static_cast<const uint8_t*>(w.data), w.scales, w.n_cols, w.n_rows, kFp8BlockSize,
-                  x, n_tok, y, r_begin, r_end);
-      return;
+      return MatmulRowsT(RowsView<uint8_t>{static_cast<const uint8_t*>(w.data), w.scales, w.n_cols,
+                                           w.n_rows, kFp8BlockSize},
+                         x, n_tok, y, r_begin, r_end);
     case DType::kBF16:
-      MatmulRowsT(static_cast<const uint16_t*>(w.data), nullptr, w.n_cols, w.n_rows, w.n_cols, x,
-                  n_tok, y, r_begin, r_end);
-      return;
+      return MatmulRowsT(RowsView<uint16_t>{static_cast<const uint16_t*>(w.data), nullptr, w.n_cols,
+                                            w.n_rows, w.n_cols},
+                         x, n_tok, y, r_begin, r_end);
+    case DType::kF16:
+      return MatmulRowsT(RowsView<hwy::float16_t>{static_cast<const hwy::float16_t*>(w.data),
+                                                  nullptr, w.n_cols, w.n_rows, w.n_cols},
+                         x, n_tok, y, r_begin, r_end);
     case DType::kF32:
-      MatmulRowsT(static_cast<const float*>(w.data), nullptr, w.n_cols, w.n_rows, w.n_cols, x,
-                  n_tok, y, r_begin, r_end);
-      return;
+      return MatmulRowsT(
+          RowsView<float>{static_cast<const float*>(w.data), nullptr, w.n_cols, w.n_rows, w.n_cols},
+          x, n_tok, y, r_begin, r_end);
     case DType::kI8:  // integer dot products, then y[t, r] *= scales[r]
-      MatmulRowsT(static_cast<const int8_t*>(w.data), nullptr, w.n_cols, w.n_rows, w.n_cols, x,
-                  n_tok, y, r_begin, r_end);
+      MatmulRowsT(RowsView<int8_t>{static_cast<const int8_t*>(w.data), nullptr, w.n_cols, w.n_rows,
+                                   w.n_cols},
+                  x, n_tok, y, r_begin, r_end);
       for (int64_t t = 0; t < n_tok; ++t) {
         for (int64_t r = r_begin; r < r_end; ++r) y[t * w.n_rows + r] *= w.scales[r];
       }
       return;
-    default: {  // F16: scalar (rare in DeepSeek checkpoints)
-      for (int64_t t = 0; t < n_tok; ++t) {
-        for (int64_t r = r_begin; r < r_end; ++r) {
-          float acc = 0.0f;
-          for (int64_t c = 0; c < w.n_cols; ++c) acc += w.at(r, c) * x[t * w.n_cols + c];
-          y[t * w.n_rows + r] = acc;
-        }
-      }
-    }
+    default:
+      DSS_CHECK(false, "matmul: unsupported weight dtype ", dtype_name(w.dtype));
   }
 }
 

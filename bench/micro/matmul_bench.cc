@@ -1,0 +1,80 @@
+// Weight x activation products (kernels/cpu/matmul.h) on ds-mini-sized shapes, split over all
+// hardware threads by output rows the way Model::mm does.
+//   GEMV (1 token): weight-read bound; counter GB/s = weight + scale bytes per second. Compare
+//     with roofline_bench's all-thread read bandwidth (the matrices are larger than the L3).
+//   GEMM (prefill): compute bound; counter GFLOP/s = 2 * rows * cols * tokens per second. Compare
+//     with roofline_bench's FMA / BF16-dot peak.
+// Run: build/release/bench/micro/matmul_bench [--benchmark_filter=...]
+#include <benchmark/benchmark.h>
+
+#include <thread>
+#include <vector>
+
+#include "base/rng.h"
+#include "base/thread_pool.h"
+#include "kernels/cpu/matmul.h"
+#include "tensor/dtype.h"
+
+namespace dss {
+namespace {
+
+struct Weights {
+  Matrix m;
+  std::vector<uint8_t> data;
+  std::vector<float> scales;
+};
+
+Weights make(DType dt, int64_t rows, int64_t cols) {
+  Rng rng(3);
+  Weights w;
+  w.data.resize(static_cast<size_t>(rows * cols) * dtype_size(dt));
+  for (auto& b : w.data) b = static_cast<uint8_t>(rng.next_u64() & 0x77);  // finite in every dtype
+  w.m = Matrix{dt, rows, cols, w.data.data(), nullptr};
+  if (dt == DType::kF8E4M3) {
+    w.scales.assign(static_cast<size_t>(w.m.n_scale_rows() * w.m.n_scale_cols()), 1e-3f);
+    w.m.scales = w.scales.data();
+  }
+  return w;
+}
+
+ThreadPool& pool() {
+  static ThreadPool p(static_cast<int32_t>(std::thread::hardware_concurrency()));
+  return p;
+}
+
+void run(benchmark::State& bs, DType dt, int64_t rows, int64_t cols, int64_t n_tok) {
+  const Weights w = make(dt, rows, cols);
+  std::vector<float> x(static_cast<size_t>(n_tok * cols), 0.01f),
+      y(static_cast<size_t>(n_tok * rows));
+  for (auto _ : bs) {
+    pool().parallel_for(rows, 16, [&](int64_t r0, int64_t r1, int32_t) {
+      cpu::matmul_rows(w.m, x.data(), n_tok, y.data(), r0, r1);
+    });
+    benchmark::DoNotOptimize(y.data());
+  }
+  const double bytes = static_cast<double>(w.data.size() + w.scales.size() * 4);
+  const double flop = 2.0 * static_cast<double>(rows * cols * n_tok);
+  bs.counters["GB/s"] =
+      benchmark::Counter(bytes * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+  bs.counters["GFLOP/s"] =
+      benchmark::Counter(flop * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+  bs.counters["threads"] = pool().n_threads();
+}
+
+// 64 MiB of FP8 / 128 MiB of BF16: far beyond the caches, like a decode step's weights.
+void BM_Gemv_FP8(benchmark::State& bs) { run(bs, DType::kF8E4M3, 16384, 4096, bs.range(0)); }
+void BM_Gemv_BF16(benchmark::State& bs) { run(bs, DType::kBF16, 16384, 4096, bs.range(0)); }
+// ds-mini prefill shapes: o_proj-like 1024x1024 and a routed expert's gate (512x1024) at the ~48
+// tokens an expert sees in a 512-token prefill (6 of 64 experts per token).
+void BM_Gemm_FP8_1024(benchmark::State& bs) { run(bs, DType::kF8E4M3, 1024, 1024, bs.range(0)); }
+void BM_Gemm_FP8_Expert(benchmark::State& bs) { run(bs, DType::kF8E4M3, 512, 1024, bs.range(0)); }
+
+BENCHMARK(BM_Gemv_FP8)->Arg(1)->Arg(2)->Arg(4)->Arg(8)->Arg(16)->UseRealTime();
+BENCHMARK(BM_Gemv_BF16)->Arg(1)->Arg(4)->UseRealTime();
+BENCHMARK(BM_Gemm_FP8_1024)->Arg(512)->Arg(2048)->UseRealTime();
+BENCHMARK(BM_Gemm_FP8_Expert)->Arg(48)->UseRealTime();
+
+}  // namespace
+}  // namespace dss
+
+BENCHMARK_MAIN();

@@ -11,11 +11,9 @@ ThreadPool::ThreadPool(int32_t n_threads) : n_threads_(std::max(1, n_threads)) {
 }
 
 ThreadPool::~ThreadPool() {
-  {
-    std::lock_guard<std::mutex> lk(mu_);
-    stop_ = true;
-    generation_.fetch_add(1, std::memory_order_release);
-  }
+  stop_ = true;
+  generation_.fetch_add(1, std::memory_order_seq_cst);
+  { std::lock_guard<std::mutex> lk(mu_); }
   cv_.notify_all();
   for (auto& t : workers_) t.join();
 }
@@ -31,16 +29,19 @@ void ThreadPool::range(int32_t i_thread, int64_t& begin, int64_t& end) const {
 
 void ThreadPool::run(int64_t n, int64_t grain, Thunk thunk, void* ctx) {
   DSS_DCHECK(pending_.load() == 0, "ThreadPool::parallel_for is not reentrant");
-  {
-    std::lock_guard<std::mutex> lk(mu_);
-    thunk_ = thunk;
-    ctx_ = ctx;
-    n_ = n;
-    grain_ = grain;
-    pending_.store(n_threads_ - 1, std::memory_order_relaxed);
-    generation_.fetch_add(1, std::memory_order_release);
+  thunk_ = thunk;
+  ctx_ = ctx;
+  n_ = n;
+  grain_ = grain;
+  pending_.store(n_threads_ - 1, std::memory_order_relaxed);
+  // seq_cst pairs with the sleeper's seq_cst increment + generation load: either the worker sees
+  // the new generation before blocking, or this sees it counted and wakes it (under mu_, so the
+  // notify cannot fall between its predicate check and its wait).
+  generation_.fetch_add(1, std::memory_order_seq_cst);
+  if (sleepers_.load(std::memory_order_seq_cst) > 0) {
+    { std::lock_guard<std::mutex> lk(mu_); }
+    cv_.notify_all();
   }
-  cv_.notify_all();
   int64_t b, e;
   range(0, b, e);
   if (b < e) thunk(ctx, b, e, 0);
@@ -59,23 +60,16 @@ void ThreadPool::worker(int32_t i_thread) {
       gen = generation_.load(std::memory_order_acquire);
     if (gen == seen) {
       std::unique_lock<std::mutex> lk(mu_);
-      cv_.wait(lk, [&] { return generation_.load(std::memory_order_acquire) != seen; });
+      sleepers_.fetch_add(1, std::memory_order_seq_cst);
+      cv_.wait(lk, [&] { return generation_.load(std::memory_order_seq_cst) != seen; });
+      sleepers_.fetch_sub(1, std::memory_order_relaxed);
       gen = generation_.load(std::memory_order_acquire);
     }
     seen = gen;
-    Thunk thunk;
-    void* ctx;
-    bool stop;
-    {
-      std::lock_guard<std::mutex> lk(mu_);
-      thunk = thunk_;
-      ctx = ctx_;
-      stop = stop_;
-    }
-    if (stop) return;
+    if (stop_) return;
     int64_t b, e;
     range(i_thread, b, e);
-    if (b < e) thunk(ctx, b, e, i_thread);
+    if (b < e) thunk_(ctx_, b, e, i_thread);
     pending_.fetch_sub(1, std::memory_order_acq_rel);
   }
 }

@@ -3,7 +3,9 @@
 // parallel_for(n, fn) splits [0, n) into one contiguous range per thread (the caller's thread
 // takes the first) and returns when all ranges are done. No allocation and no std::function per
 // call: `fn` is called through a plain function pointer with a pointer to the caller's lambda.
-// Workers spin briefly, then sleep on a condition variable between calls.
+// Dispatch is lock-free while workers spin (they spin briefly after each job, so the back-to-back
+// calls of a forward pass cost an atomic store and a cache-line transfer); idle workers sleep on
+// a condition variable and are woken only when one is asleep.
 // Threading: parallel_for must be called from one thread at a time (the engine thread);
 // it is not reentrant (fn must not call parallel_for on the same pool).
 #pragma once
@@ -56,8 +58,9 @@ class ThreadPool {
   std::condition_variable cv_;
   std::atomic<uint64_t> generation_{0};
   std::atomic<int32_t> pending_{0};
-  bool stop_ = false;
-  // The current job (written before generation_ is bumped).
+  std::atomic<int32_t> sleepers_{0};  // workers blocked (or about to block) on cv_
+  bool stop_ = false;                 // written before generation_ is bumped, like the job
+  // The current job (written before generation_ is bumped; read after it is seen).
   Thunk thunk_ = nullptr;
   void* ctx_ = nullptr;
   int64_t n_ = 0, grain_ = 1;

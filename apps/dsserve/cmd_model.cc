@@ -50,6 +50,7 @@ struct LogitsArgs {
   int32_t chunk = 512;
   std::string weight_dtype;
   std::string act_quant = "none";
+  int32_t n_threads = 0;
 };
 
 int run_logits(const LogitsArgs& a) {
@@ -59,7 +60,7 @@ int run_logits(const LogitsArgs& a) {
     return 2;
   }
   const double t0 = now_seconds();
-  auto model = Model::load(LoadOptions{a.model, 0, a.weight_dtype, a.act_quant});
+  auto model = Model::load(LoadOptions{a.model, a.n_threads, a.weight_dtype, a.act_quant});
   if (!model) {
     std::fprintf(stderr, "dsserve logits: %s\n", model.message().c_str());
     return 1;
@@ -136,6 +137,8 @@ void add_logits(CLI::App& app) {
       ->check(CLI::IsMember({"bf16", "fp8", "int8"}));
   cmd->add_option("--act-quant", a->act_quant, "none | fp8 (W8A8 for FP8 weights)")
       ->check(CLI::IsMember({"none", "fp8"}));
+  cmd->add_option("--threads", a->n_threads, "Compute threads (0: all hardware threads)")
+      ->check(CLI::NonNegativeNumber);
   cmd->callback([a] { exit_code = run_logits(*a); });
 }
 

@@ -49,6 +49,10 @@ void add_engine_flags(CLI::App* cmd, EngineOptions& o, bool model_required) {
                   "none | fp8: W8A8, activations into FP8 matmuls quantised per token per 128")
       ->check(CLI::IsMember({"none", "fp8"}))
       ->capture_default_str();
+  cmd->add_option("--threads", o.n_threads,
+                  "Compute threads of the forward pass (0: all hardware threads)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
   cmd->add_option("--seed", o.seed, "Sampling seed for requests without their own")
       ->capture_default_str();
 }

@@ -39,6 +39,14 @@ check "logits on tiny-v32" test $? -eq 0
 # The golden prompt through the CLI gives the reference greedy continuation.
 "$bin" logits --model "$data/golden/tiny-v3" --ids 1,2,3,4,5,6,7 --decode 8 >"$tmp/g.json" 2>&1
 check "logits on the golden checkpoint" test $? -eq 0
+# Work is split across threads by output rows / heads, never inside one sum: the logits must be
+# bit-identical whatever the thread count (1 vs 3 on any machine).
+"$bin" logits --model "$data/golden/tiny-v3" --ids 1,2,3,4,5,6,7 --decode 8 --threads 1 >"$tmp/t1.json" 2>/dev/null
+"$bin" logits --model "$data/golden/tiny-v3" --ids 1,2,3,4,5,6,7 --decode 8 --threads 3 >"$tmp/t3.json" 2>/dev/null
+check "logits are identical with --threads 1 and 3" /usr/bin/python3 -c "
+import json; a=json.load(open('$tmp/t1.json')); b=json.load(open('$tmp/t3.json'))
+assert a['last_logits']==b['last_logits'] and a['argmax']==b['argmax'] and a['greedy']==b['greedy'], 'differ'
+"
 
 # Bad input: clear errors, no crash.
 "$bin" logits --model "$tmp/m" --ids 0,abc >"$tmp/e1" 2>&1; rc=$?

@@ -211,6 +211,11 @@ Result<ModelConfig> ModelConfig::from_hf_json(const Json& j, const std::string& 
     return Status::error(what, ": n_routed_experts must be a multiple of n_group");
   if (c.n_groups_per_tok > c.n_expert_groups) return Status::error(what, ": topk_group > n_group");
   if (c.n_expert_groups > 256) return Status::error(what, ": n_group > 256 is not supported");
+  if (c.n_experts > 1024 || c.n_experts_per_tok > 64) {  // fixed-size job / choice arrays (moe.cc)
+    return Status::error(what,
+                         ": n_routed_experts > 1024 or num_experts_per_tok > 64 is not "
+                         "supported");
+  }
   if (c.n_experts_per_group() < 2)
     return Status::error(what, ": n_group leaves fewer than 2 experts per group");
   if (c.n_experts_per_tok > c.n_groups_per_tok * c.n_experts_per_group()) {

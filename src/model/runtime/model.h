@@ -65,6 +65,8 @@ class Model {
   void ffn(const FfnWeights& f, int32_t n_tok, int32_t d_ff, const float* x, float* out,
            Workspace& ws) const;
   void moe(int32_t i_layer, const MoeWeights& m, int32_t n_tok, Workspace& ws) const;
+  // The experts one at a time through ffn() (the W8A8 path); ws.expert_* already bucketed.
+  void moe_per_expert(const MoeWeights& m, int32_t n_tok, Workspace& ws) const;
   // V3.2 indexer: keys (cache) and query scores for the step's tokens, then per-token selections.
   // Keys go into ws.kv_new (the step's new rows); selection reads ws.kv_rows (one sequence).
   void indexer_keys(int32_t i_layer, const ForwardBatch& b, Workspace& ws) const;

@@ -29,8 +29,11 @@ Workspace::Workspace(const ModelConfig& c, const WorkspaceLimits& lim) : limits(
   o_lat.resize(nt * static_cast<size_t>(c.kv_lora_rank));
   const size_t ff =
       static_cast<size_t>(std::max(c.d_ff, std::max(c.n_shared_experts, 1) * c.d_ff_expert));
-  gate.resize(T * ff);
-  up.resize(T * ff);
+  // Dense FFN: [T, ff]; MoE: the routed experts' rows [T * k, d_ff_expert] then the shared [T, ff].
+  const size_t moe_ff =
+      T * static_cast<size_t>(c.n_experts_per_tok) * static_cast<size_t>(c.d_ff_expert) + T * ff;
+  gate.resize(std::max(T * ff, moe_ff));
+  up.resize(std::max(T * ff, moe_ff));
   router.resize(T * static_cast<size_t>(c.n_experts));
   route_scratch.resize(static_cast<size_t>(c.n_experts + c.n_expert_groups));
   const size_t k = T * static_cast<size_t>(c.n_experts_per_tok);
@@ -40,8 +43,9 @@ Workspace::Workspace(const ModelConfig& c, const WorkspaceLimits& lim) : limits(
   expert_cursor.resize(static_cast<size_t>(c.n_experts));
   expert_tokens.resize(k);
   expert_weights.resize(k);
-  xe.resize(T * d);
-  ye.resize(T * d);
+  expert_pos.resize(k);
+  xe.resize(k * d);
+  ye.resize(k * d + T * d);
   logit_in.resize(static_cast<size_t>(lim.max_logit_rows) * d);
   if (lim.act_quant) {
     const size_t widest = std::max(

@@ -43,7 +43,9 @@ struct Workspace {
   std::vector<float> scores;        // [n_threads, max_kv_len]
   std::vector<float> q_abs, o_lat;  // [n_threads, kv_lora_rank] (absorbed)
   // FFN / MoE scratch.
-  std::vector<float> gate, up;          // [max_tokens, max(d_ff, n_shared * d_ff_expert)]
+  // gate, up: dense FFN [max_tokens, d_ff]; MoE: routed rows in bucket order
+  // [max_tokens * n_experts_per_tok, d_ff_expert], then the shared expert's [max_tokens, ...].
+  std::vector<float> gate, up;
   std::vector<float> router;            // [max_tokens, n_experts]
   std::vector<float> route_scratch;     // [n_experts + n_groups]
   std::vector<int32_t> sel_experts;     // [max_tokens, n_experts_per_tok]
@@ -52,8 +54,10 @@ struct Workspace {
   std::vector<int32_t> expert_cursor;   // [n_experts]
   std::vector<int32_t> expert_tokens;   // [max_tokens * n_experts_per_tok]
   std::vector<float> expert_weights;    // [max_tokens * n_experts_per_tok]
-  std::vector<float> xe, ye;            // [max_tokens, d_model]
-  std::vector<float> logit_in;          // [max_logit_rows, d_model]
+  std::vector<int32_t> expert_pos;  // bucket position of (token t, choice k) at t * k_per_tok + k
+  std::vector<float> xe;            // [max_tokens * n_experts_per_tok, d_model] bucket order
+  std::vector<float> ye;            // xe's rows, then the shared expert's [max_tokens, d_model]
+  std::vector<float> logit_in;      // [max_logit_rows, d_model]
   // W8A8 (limits.act_quant only): a matmul input quantised to e4m3 and back,
   // [max(max_tokens * widest matmul input, max_kv_len * kv_lora_rank)] (kv_b runs over all
   // cached positions in the naive MLA form).

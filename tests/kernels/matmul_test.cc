@@ -129,6 +129,37 @@ void TestMatmulRowRangeWritesOnlyItsRows() {
   }
 }
 
+// Every (row, token) result is bit-identical whatever the batch around it (GEMV for <= 4 tokens,
+// GEMM tiles and remainders for more) and whatever row range computes it (the thread split):
+// the engine relies on this for batched == alone and chunked == one-shot.
+void TestMatmulResultsIndependentOfBatchAndRowSplit() {
+  Rng rng(77);
+  for (DType dt : {DType::kF8E4M3, DType::kBF16, DType::kF32}) {
+    const int64_t rows = 37, cols = 2100, n_tok = 11;  // 3 panels, ragged last FP8 block
+    auto w = test::random_matrix(dt, rows, cols, rng);
+    std::vector<float> x(static_cast<size_t>(n_tok * cols));
+    for (auto& v : x) v = rng.normal();
+    std::vector<float> all(static_cast<size_t>(n_tok * rows));
+    MatmulRows(w.m, x.data(), n_tok, all.data(), 0, rows);
+    for (int64_t group : {1, 2, 3, 4, 5, 6}) {  // tokens [t0, t0 + group) as one call
+      for (int64_t t0 = 0; t0 + group <= n_tok; t0 += group) {
+        std::vector<float> y(static_cast<size_t>(group * rows));
+        const int64_t cuts[] = {0, 5, 16, 17, 29, rows};  // odd row ranges
+        for (size_t k = 0; k + 1 < std::size(cuts); ++k)
+          MatmulRows(w.m, x.data() + t0 * cols, group, y.data(), cuts[k], cuts[k + 1]);
+        for (int64_t t = 0; t < group; ++t) {
+          for (int64_t r = 0; r < rows; ++r) {
+            ASSERT_EQ(y[static_cast<size_t>(t * rows + r)],
+                      all[static_cast<size_t>((t0 + t) * rows + r)])
+                << dtype_name(dt) << " group " << group << " token " << t0 + t << " row " << r
+                << " target " << hwy::TargetName(HWY_TARGET);
+          }
+        }
+      }
+    }
+  }
+}
+
 }  // namespace dss::cpu::HWY_NAMESPACE
 HWY_AFTER_NAMESPACE();
 
@@ -137,5 +168,6 @@ namespace dss::cpu {
 HWY_BEFORE_TEST(MatmulTest);
 HWY_EXPORT_AND_TEST_P(MatmulTest, TestMatmulAllDtypes);
 HWY_EXPORT_AND_TEST_P(MatmulTest, TestMatmulRowRangeWritesOnlyItsRows);
+HWY_EXPORT_AND_TEST_P(MatmulTest, TestMatmulResultsIndependentOfBatchAndRowSplit);
 }  // namespace dss::cpu
 #endif

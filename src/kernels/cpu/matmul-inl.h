@@ -90,6 +90,57 @@ struct RowsView {
   }
 };
 
+// Horizontal sums of four vectors, [sum(a), sum(b), sum(c), sum(d)] to out[0..4): two rounds of
+// interleave + add leave each 128-bit block holding the four partial sums, then the blocks are
+// added (9 ops for 4 sums on AVX2 instead of 4 full reductions).
+#if HWY_TARGET == HWY_SCALAR
+template <class DF>
+HWY_INLINE void SumOfLanes4(DF df, hn::Vec<DF> a, hn::Vec<DF> b, hn::Vec<DF> c, hn::Vec<DF> d,
+                            float* HWY_RESTRICT out) {
+  out[0] = ReduceSumF(df, a);
+  out[1] = ReduceSumF(df, b);
+  out[2] = ReduceSumF(df, c);
+  out[3] = ReduceSumF(df, d);
+}
+#else
+template <class D>
+HWY_INLINE void AddBlocksStore(D d, hn::Vec<D> v, float* HWY_RESTRICT out) {
+  if constexpr (hn::MaxLanes(d) <= 4) {
+    hn::StoreU(v, d, out);
+  } else {
+    const hn::Half<D> dh;
+    AddBlocksStore(dh, hn::Add(hn::LowerHalf(dh, v), hn::UpperHalf(dh, v)), out);
+  }
+}
+template <class DF>
+HWY_INLINE void SumOfLanes4(DF df, hn::Vec<DF> a, hn::Vec<DF> b, hn::Vec<DF> c, hn::Vec<DF> d,
+                            float* HWY_RESTRICT out) {
+  const hn::Repartition<double, DF> dd;
+  const auto ab = hn::Add(hn::InterleaveLower(df, a, b), hn::InterleaveUpper(df, a, b));
+  const auto cd = hn::Add(hn::InterleaveLower(df, c, d), hn::InterleaveUpper(df, c, d));
+  const auto ab64 = hn::BitCast(dd, ab), cd64 = hn::BitCast(dd, cd);
+  const auto abcd = hn::Add(hn::BitCast(df, hn::InterleaveLower(dd, ab64, cd64)),
+                            hn::BitCast(df, hn::InterleaveUpper(dd, ab64, cd64)));
+  AddBlocksStore(df, abcd, out);
+}
+#endif
+
+// The sums of n (<= 4) accumulators in the canonical lane order of SumOfLanes4 (lanes never mix,
+// so the zero padding does not change a sum): every tile shape reduces a given (row, token) dot
+// product identically, which keeps results independent of the batch size, the chunking and the
+// thread split.
+template <class DF>
+HWY_INLINE void CanonicalSums(DF df, const hn::Vec<DF>* acc, int n, float* HWY_RESTRICT out) {
+  const auto z = hn::Zero(df);
+  SumOfLanes4(df, acc[0], n > 1 ? acc[1] : z, n > 2 ? acc[2] : z, n > 3 ? acc[3] : z, out);
+}
+
+// The canonical dot product of weight row r and token row x (both paths compute exactly this):
+// per panel of kGemmCols columns, lane-wise FMAs over the whole vectors in column order, the lanes
+// summed in CanonicalSums order, then the ragged columns added one by one; the first panel's value
+// is stored, later panels' are added.
+inline constexpr int64_t kGemmCols = 1024;  // panel width; a multiple of the FP8 block (128)
+
 // GEMV tile: kR weight rows (r .. r+kR) against kT token rows of x ([kT, n_cols], row stride
 // n_cols); every weight vector is decoded in registers once and used kT times, and the kR x kT
 // independent accumulator chains hide the FMA latency (one row alone is latency-bound).
@@ -97,42 +148,50 @@ struct RowsView {
 template <int kR, int kT, typename T>
 HWY_INLINE void GemvTile(const RowsView<T>& m, int64_t r, const float* HWY_RESTRICT x,
                          float* HWY_RESTRICT y) {
+  static_assert(kT >= 1 && kT <= 4, "CanonicalSums reduces up to 4 accumulators at once");
   const hn::ScalableTag<float> df;
   using V = hn::Vec<decltype(df)>;
   const auto N = static_cast<int64_t>(hn::Lanes(df));
   const int64_t n_cols = m.n_cols;
-  V acc[kR][kT];
-  float tail[kR][kT] = {};
-  for (int i = 0; i < kR; ++i) {
-    for (int j = 0; j < kT; ++j) acc[i][j] = hn::Zero(df);
-  }
-  for (int64_t cb = 0, c_begin = 0; c_begin < n_cols; ++cb, c_begin += m.block) {
-    const int64_t c_end = std::min(n_cols, c_begin + m.block);
-    V vs[kR];
-    float s[kR];
+  for (int64_t p0 = 0; p0 < n_cols; p0 += kGemmCols) {
+    const int64_t p1 = std::min(n_cols, p0 + kGemmCols);
+    V acc[kR][kT];
     for (int i = 0; i < kR; ++i) {
-      s[i] = m.scale(r + i, cb);
-      vs[i] = hn::Set(df, s[i] * kDecodeScale<T>);
+      for (int j = 0; j < kT; ++j) acc[i][j] = hn::Zero(df);
     }
-    int64_t c = c_begin;
-    for (; c + N <= c_end; c += N) {
-      V xv[kT];
-      for (int j = 0; j < kT; ++j) xv[j] = hn::LoadU(df, x + j * n_cols + c);
+    int64_t c = p0;
+    float s[kR] = {};
+    for (int64_t c_begin = p0; c_begin < p1; c_begin += m.block) {
+      const int64_t c_end = std::min(p1, c_begin + m.block);
+      V vs[kR];
       for (int i = 0; i < kR; ++i) {
-        const V wv = LoadWeights(df, m.w + (r + i) * n_cols + c, vs[i]);
-        for (int j = 0; j < kT; ++j) acc[i][j] = hn::MulAdd(wv, xv[j], acc[i][j]);
+        s[i] = m.scale(r + i, c_begin / m.block);
+        vs[i] = hn::Set(df, s[i] * kDecodeScale<T>);
+      }
+      for (c = c_begin; c + N <= c_end; c += N) {
+        V xv[kT];
+        for (int j = 0; j < kT; ++j) xv[j] = hn::LoadU(df, x + j * n_cols + c);
+        for (int i = 0; i < kR; ++i) {
+          const V wv = LoadWeights(df, m.w + (r + i) * n_cols + c, vs[i]);
+          for (int j = 0; j < kT; ++j) acc[i][j] = hn::MulAdd(wv, xv[j], acc[i][j]);
+        }
       }
     }
-    for (; c < c_end; ++c) {  // ragged tail of the block
-      for (int i = 0; i < kR; ++i) {
-        const float wv = m.scales ? ScalarWeight(m.w + (r + i) * n_cols, c) * s[i]
-                                  : ScalarWeight(m.w + (r + i) * n_cols, c);
-        for (int j = 0; j < kT; ++j) tail[i][j] += wv * x[j * n_cols + c];
+    // Only the last block of the panel can be ragged (blocks are multiples of Lanes).
+    for (int i = 0; i < kR; ++i) {
+      float sums[kT < 4 ? 4 : kT];
+      CanonicalSums(df, acc[i], kT, sums);
+      for (int j = 0; j < kT; ++j) {
+        float t = sums[j];
+        for (int64_t cc = c; cc < p1; ++cc) {
+          const float w = m.scales ? ScalarWeight(m.w + (r + i) * n_cols, cc) * s[i]
+                                   : ScalarWeight(m.w + (r + i) * n_cols, cc);
+          t += w * x[j * n_cols + cc];
+        }
+        float& out = y[j * m.n_rows + r + i];
+        out = p0 == 0 ? t : out + t;
       }
     }
-  }
-  for (int i = 0; i < kR; ++i) {
-    for (int j = 0; j < kT; ++j) y[j * m.n_rows + r + i] = ReduceSumF(df, acc[i][j]) + tail[i][j];
   }
 }
 
@@ -154,7 +213,6 @@ HWY_INLINE void GemvRows(const RowsView<T>& m, const float* x, float* y, int64_t
 // ([64, kGemmCols] f32 = 256 KiB) stays in L2.
 inline constexpr int64_t kGemmRows = 3;
 inline constexpr int64_t kGemmTok = 4;
-inline constexpr int64_t kGemmCols = 1024;  // a multiple of the FP8 block (128)
 inline constexpr int64_t kGemmTokBlock = 64;
 
 // Decodes rows [r, r + kGemmRows) x columns [c0, c0 + n) to `out` ([kGemmRows, kGemmCols] f32,
@@ -178,11 +236,12 @@ HWY_INLINE void DecodePanel(const RowsView<T>& m, int64_t r, int64_t n_r, int64_
   }
 }
 
-// kR decoded rows (stride kGemmCols) x kT tokens (x stride ldx) over n columns; adds the dot
-// products to y[j * ldy + i].
-template <int kR, int kT>
+// kR decoded rows (stride kGemmCols) x kT tokens (x stride ldx) over n columns; writes (first
+// column panel) or adds the dot products to y[j * ldy + i].
+template <int kR, int kT, bool kAdd>
 HWY_INLINE void GemmTile(const float* HWY_RESTRICT wd, int64_t n, const float* HWY_RESTRICT x,
                          int64_t ldx, float* HWY_RESTRICT y, int64_t ldy) {
+  static_assert(kT >= 1 && kT <= 4, "CanonicalSums reduces up to 4 accumulators at once");
   const hn::ScalableTag<float> df;
   using V = hn::Vec<decltype(df)>;
   const auto N = static_cast<int64_t>(hn::Lanes(df));
@@ -200,10 +259,16 @@ HWY_INLINE void GemmTile(const float* HWY_RESTRICT wd, int64_t n, const float* H
     }
   }
   for (int i = 0; i < kR; ++i) {
+    float sums[kT < 4 ? 4 : kT];
+    CanonicalSums(df, acc[i], kT, sums);
     for (int j = 0; j < kT; ++j) {
-      float t = ReduceSumF(df, acc[i][j]);
+      float t = sums[j];
       for (int64_t cc = c; cc < n; ++cc) t += wd[i * kGemmCols + cc] * x[j * ldx + cc];
-      y[j * ldy + i] += t;
+      if constexpr (kAdd) {
+        y[j * ldy + i] += t;
+      } else {
+        y[j * ldy + i] = t;
+      }
     }
   }
 }
@@ -213,8 +278,6 @@ void GemmRows(const RowsView<T>& m, const float* HWY_RESTRICT x, int64_t n_tok,
               float* HWY_RESTRICT y, int64_t r_begin, int64_t r_end) {
   HWY_ALIGN float wd[kGemmRows * kGemmCols];
   const int64_t n_cols = m.n_cols, n_rows = m.n_rows;
-  for (int64_t t = 0; t < n_tok; ++t)
-    std::fill(y + t * n_rows + r_begin, y + t * n_rows + r_end, 0.0f);
   for (int64_t t0 = 0; t0 < n_tok; t0 += kGemmTokBlock) {
     const int64_t t1 = std::min(n_tok, t0 + kGemmTokBlock);
     for (int64_t r = r_begin; r < r_end; r += kGemmRows) {
@@ -222,16 +285,30 @@ void GemmRows(const RowsView<T>& m, const float* HWY_RESTRICT x, int64_t n_tok,
       for (int64_t c0 = 0; c0 < n_cols; c0 += kGemmCols) {
         const int64_t n = std::min(kGemmCols, n_cols - c0);
         DecodePanel(m, r, n_r, c0, n, wd);
+        const float* xc = x + c0;
+        float* yr = y + r;
         int64_t t = t0;
         if (n_r == kGemmRows) {
-          for (; t + kGemmTok <= t1; t += kGemmTok)
-            GemmTile<kGemmRows, kGemmTok>(wd, n, x + t * n_cols + c0, n_cols, y + t * n_rows + r,
-                                          n_rows);
+          for (; t + kGemmTok <= t1; t += kGemmTok) {
+            if (c0 == 0) {
+              GemmTile<kGemmRows, kGemmTok, false>(wd, n, xc + t * n_cols, n_cols, yr + t * n_rows,
+                                                   n_rows);
+            } else {
+              GemmTile<kGemmRows, kGemmTok, true>(wd, n, xc + t * n_cols, n_cols, yr + t * n_rows,
+                                                  n_rows);
+            }
+          }
         }
         for (; t < t1; ++t) {
-          for (int64_t i = 0; i < n_r; ++i)
-            GemmTile<1, 1>(wd + i * kGemmCols, n, x + t * n_cols + c0, n_cols,
-                           y + t * n_rows + r + i, n_rows);
+          for (int64_t i = 0; i < n_r; ++i) {
+            if (c0 == 0) {
+              GemmTile<1, 1, false>(wd + i * kGemmCols, n, xc + t * n_cols, n_cols,
+                                    yr + t * n_rows + i, n_rows);
+            } else {
+              GemmTile<1, 1, true>(wd + i * kGemmCols, n, xc + t * n_cols, n_cols,
+                                   yr + t * n_rows + i, n_rows);
+            }
+          }
         }
       }
     }

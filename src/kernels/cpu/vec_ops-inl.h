@@ -40,7 +40,10 @@ inline void Axpy(float a, const float* HWY_RESTRICT x, float* HWY_RESTRICT y, in
   int64_t i = 0;
   for (; i + N <= n; i += N)
     hn::StoreU(hn::MulAdd(va, hn::LoadU(df, x + i), hn::LoadU(df, y + i)), df, y + i);
-  for (; i < n; ++i) y[i] += a * x[i];
+  // The tail with the same MulAdd on 1-lane vectors, so every element rounds alike.
+  const hn::CappedTag<float, 1> d1;
+  for (; i < n; ++i)
+    hn::StoreU(hn::MulAdd(hn::Set(d1, a), hn::LoadU(d1, x + i), hn::LoadU(d1, y + i)), d1, y + i);
 }
 
 template <class DF>

@@ -22,12 +22,13 @@ inline bool report_failure(const char* cmd, const Status& s) {
 }
 extern std::string command_line;  // argv joined by spaces (recorded by `tune`)
 
-void register_model_commands(CLI::App& app);    // logits, inspect, init-model (cmd_model.cc)
-void register_serve_command(CLI::App& app);     // serve (cmd_serve.cc)
-void register_text_commands(CLI::App& app);     // tokenize, render-chat (cmd_text.cc)
-void register_generate_command(CLI::App& app);  // generate (cmd_generate.cc)
-void register_quant_commands(CLI::App& app);    // convert, eval-quant (cmd_quant.cc)
-void register_bench_command(CLI::App& app);     // bench (cmd_bench.cc)
-void register_tune_command(CLI::App& app);      // tune (cmd_tune.cc)
+void register_model_commands(CLI::App& app);       // logits, inspect, init-model (cmd_model.cc)
+void register_serve_command(CLI::App& app);        // serve (cmd_serve.cc)
+void register_text_commands(CLI::App& app);        // tokenize, render-chat (cmd_text.cc)
+void register_generate_command(CLI::App& app);     // generate (cmd_generate.cc)
+void register_quant_commands(CLI::App& app);       // convert, eval-quant (cmd_quant.cc)
+void register_bench_command(CLI::App& app);        // bench (cmd_bench.cc)
+void register_tune_command(CLI::App& app);         // tune (cmd_tune.cc)
+void register_bench_model_command(CLI::App& app);  // bench-model (cmd_bench_model.cc)
 
 }  // namespace dss::app

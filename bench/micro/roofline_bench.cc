@@ -1,5 +1,6 @@
 // Measures this machine's ceilings, the denominators of every speed claim (issue #7):
-//   - read bandwidth (GB/s) streaming a buffer much larger than the caches, 1 thread and all;
+//   - read bandwidth (GB/s) streaming a buffer much larger than the caches, 1 thread and all
+//     (src/bench/read_bandwidth.h, the same measurement `dsserve bench-model` makes);
 //   - FP32 FMA peak (GFLOP/s) from independent register-resident FMA chains, 1 thread and all;
 //   - BF16 dot peak (GFLOP/s): bf16 pairs widened and multiply-accumulated into f32
 //     (ReorderWidenMulAccumulate: AVX512-BF16 dot where the CPU has it, emulated elsewhere).
@@ -13,20 +14,6 @@
 HWY_BEFORE_NAMESPACE();
 namespace dss::bench::HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
-
-// Sum of n floats (n a multiple of 4 vectors); 4 accumulators hide the add latency.
-float ReadSum(const float* HWY_RESTRICT p, int64_t n) {
-  const hn::ScalableTag<float> d;
-  const int64_t N = static_cast<int64_t>(hn::Lanes(d));
-  auto a0 = hn::Zero(d), a1 = hn::Zero(d), a2 = hn::Zero(d), a3 = hn::Zero(d);
-  for (int64_t i = 0; i + 4 * N <= n; i += 4 * N) {
-    a0 = hn::Add(a0, hn::Load(d, p + i));
-    a1 = hn::Add(a1, hn::Load(d, p + i + N));
-    a2 = hn::Add(a2, hn::Load(d, p + i + 2 * N));
-    a3 = hn::Add(a3, hn::Load(d, p + i + 3 * N));
-  }
-  return hn::GetLane(hn::SumOfLanes(d, hn::Add(hn::Add(a0, a1), hn::Add(a2, a3))));
-}
 
 // 12 independent FMA chains x iters; returns FLOPs done (2 per lane per FMA) and a value the
 // compiler cannot drop.
@@ -101,16 +88,15 @@ HWY_AFTER_NAMESPACE();
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "bench/read_bandwidth.h"
 #include "hwy/aligned_allocator.h"
 #include "hwy/targets.h"
 
 namespace dss::bench {
-HWY_EXPORT(ReadSum);
 HWY_EXPORT(FmaChains);
 HWY_EXPORT(Bf16Chains);
 
@@ -128,22 +114,6 @@ double run_threads(int n, F f) {
   for (int i = 0; i < n; ++i) ts.emplace_back([&f, i] { f(i); });
   for (auto& t : ts) t.join();
   return now_s() - t0;
-}
-
-// GB/s reading `bytes` split across n threads (each thread first-touches its own part), best of 5.
-double read_gbps(float* buf, int64_t n_floats, int n_threads) {
-  const int64_t per = (n_floats / n_threads) / 64 * 64;
-  volatile float sink = 0;
-  run_threads(n_threads, [&](int i) {
-    std::memset(buf + i * per, 0, static_cast<size_t>(per) * sizeof(float));
-  });
-  double best = 0;
-  for (int rep = 0; rep < 5; ++rep) {
-    const double s = run_threads(
-        n_threads, [&](int i) { sink = sink + HWY_DYNAMIC_DISPATCH(ReadSum)(buf + i * per, per); });
-    best = std::max(best, static_cast<double>(per) * n_threads * sizeof(float) / s * 1e-9);
-  }
-  return best;
 }
 
 template <class Kernel>

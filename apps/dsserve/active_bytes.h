@@ -1,0 +1,33 @@
+// Weight bytes one decoded token reads at batch 1: the numerator of the decode roofline
+// (`dsserve bench-model`). Counted from the loaded model (after any --weight-dtype conversion),
+// every tensor in its stored dtype, FP8 block scales and INT8 row scales included:
+//   embedding row (one row, + its scale row for FP8), attention (q_a, q_a_norm, q_b, kv_a,
+//   kv_a_norm, kv_b, o, norms; the V3.2 indexer), dense FFNs, per MoE layer the router (+ its
+//   f32 bias), the shared experts and num_experts_per_tok routed experts, final norm, lm_head.
+// NOTE: the absorbed decode path reads an f32 copy of kv_b (MlaWeights::kv_b_f32), not the
+// stored kv_b; the count uses the stored kv_b (what an engine must read at least) and reports
+// the copy separately as kv_b_f32_bytes.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "model/deepseek/weights.h"
+
+namespace dss::app {
+
+struct ActiveBytes {
+  // (part, bytes) in a fixed order: embedding, attention, indexer, dense_ffn, router,
+  // shared_experts, routed_experts, norms, lm_head. Parts with 0 bytes are kept.
+  std::vector<std::pair<std::string, int64_t>> parts;
+  int64_t total = 0;
+  int64_t kv_b_f32_bytes = 0;  // the absorbed path's f32 kv_b copies, all layers (not in total)
+};
+
+// Bytes of a matrix in its stored dtype plus its scales (F8: block grid, I8: per row), as f32.
+int64_t matrix_bytes(const Matrix& m);
+
+ActiveBytes active_bytes_per_token(const ModelWeights& w, int32_t n_experts_per_tok);
+
+}  // namespace dss::app

@@ -1,0 +1,43 @@
+// BatchDriver: n_seqs sequences advanced together through Model::forward, for `dsserve
+// bench-model`. Every step appends the same number of new tokens to each sequence in ONE forward
+// (a batched prefill chunk or a batched decode step, as the engine's batches look) and asks for
+// the logits of each sequence's last new token only.
+//
+// Ownership: owns one KvCache (sequence i has its own contiguous run of pages) and the Workspace
+// sized for the largest step. Threading: one thread; not thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "model/runtime/model.h"
+
+namespace dss::app {
+
+class BatchDriver {
+ public:
+  // max_len: tokens each sequence holds at most; max_new: new tokens per sequence per step.
+  BatchDriver(const Model& model, int32_t n_seqs, int32_t max_len, int32_t max_new,
+              int32_t page_size, bool kv_bf16);
+
+  // tokens: [n_seqs, n_new] row-major, sequence-major; 1 <= n_new <= max_new and
+  // length() + n_new <= max_len. Returns the logits [n_seqs, n_vocab] (valid until the next step).
+  const float* step(std::span<const TokenId> tokens, int32_t n_new);
+  // Forgets everything after the first `length` tokens of every sequence (0: empty cache).
+  void truncate(int32_t length);
+  int32_t length() const { return length_; }
+  int32_t n_seqs() const { return n_seqs_; }
+
+ private:
+  const Model& model_;
+  int32_t n_seqs_, max_len_, max_new_, page_size_, pages_per_seq_;
+  int32_t length_ = 0;
+  KvCache kv_;
+  Workspace ws_;
+  std::vector<PageId> page_table_;  // [n_seqs, pages_per_seq]
+  std::vector<float> logits_;       // [n_seqs, n_vocab]
+  std::vector<int32_t> positions_, slots_, rows_, begin_, kv_len_;
+};
+
+}  // namespace dss::app

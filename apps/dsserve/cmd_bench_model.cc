@@ -1,0 +1,310 @@
+// `dsserve bench-model`: the model's own speed, in-process (no scheduler, no HTTP), in the shapes
+// of llama-bench so the numbers compare: pp<N> = one sequence, N random token ids, ONE forward of
+// N tokens on an empty cache; tg<T> at batch B = B sequences decoding T tokens together from an
+// empty cache, one forward per step, each step feeding fixed random ids (not the argmax; the
+// logits are computed and ignored). Each test: one unmeasured warm-up, then `--repetitions`
+// runs; mean and sample standard deviation of tok/s, as llama-bench reports them.
+// The decode roofline is measured read bandwidth / weight bytes one token reads at batch 1
+// (active_bytes.h); the bandwidth is measured right before and right after the runs.
+// Long-context decode (`--decode-context`): one sequence filled with C tokens by chunked prefill
+// (untimed, its time printed), then `--context-steps` timed decode steps at context C.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <iostream>
+#include <vector>
+
+#include "apps/dsserve/active_bytes.h"
+#include "apps/dsserve/batch_driver.h"
+#include "apps/dsserve/commands.h"
+#include "base/clock.h"
+#include "base/rng.h"
+#include "base/str_cat.h"
+#include "bench/read_bandwidth.h"
+#include "io/json.h"
+
+namespace dss::app {
+
+namespace {
+
+struct BenchModelArgs {
+  std::string model;
+  int32_t n_threads = 0;
+  std::vector<int32_t> prefill = {512, 2048};
+  std::vector<int32_t> decode_batch = {1, 4, 16};
+  int32_t decode_tokens = 128;
+  std::vector<int32_t> decode_context;
+  int32_t context_steps = 32;
+  int32_t context_chunk = 2048;
+  int32_t repetitions = 3;
+  int32_t page_size = 64;
+  std::string kv_cache_dtype = "bf16";
+  std::string weight_dtype;
+  int64_t bandwidth_mib = 1024;
+  uint64_t seed = 1234;
+  bool json = false;
+};
+
+struct Stat {
+  double mean = 0, stddev = 0;
+};
+
+// Mean and sample standard deviation (n - 1; 0 for one value), as llama-bench.
+Stat stat_of(const std::vector<double>& v) {
+  Stat s;
+  for (double x : v) s.mean += x;
+  s.mean /= static_cast<double>(v.size());
+  if (v.size() > 1) {
+    double ss = 0;
+    for (double x : v) ss += (x - s.mean) * (x - s.mean);
+    s.stddev = std::sqrt(ss / static_cast<double>(v.size() - 1));
+  }
+  return s;
+}
+
+std::vector<TokenId> random_ids(Rng& rng, size_t n, int32_t n_vocab) {
+  std::vector<TokenId> ids(n);
+  for (TokenId& t : ids) t = static_cast<TokenId>(rng.next_u64() % static_cast<uint64_t>(n_vocab));
+  return ids;
+}
+
+void progress(const char* fmt, auto... args) {
+  std::fprintf(stderr, fmt, args...);
+  std::fflush(stderr);
+}
+
+// pp<n>: tok/s of one forward of n tokens on an empty cache, per repetition.
+std::vector<double> bench_prefill(const Model& m, const BenchModelArgs& a, int32_t n, Rng& rng) {
+  BatchDriver d(m, 1, n, n, a.page_size, a.kv_cache_dtype == "bf16");
+  const std::vector<TokenId> ids = random_ids(rng, static_cast<size_t>(n), m.config().n_vocab);
+  std::vector<double> tok_s;
+  for (int32_t rep = -1; rep < a.repetitions; ++rep) {  // rep -1: warm-up
+    d.truncate(0);
+    const double t0 = now_seconds();
+    d.step(ids, n);
+    const double s = now_seconds() - t0;
+    if (rep >= 0) tok_s.push_back(n / s);
+  }
+  return tok_s;
+}
+
+// tg<T> at batch b: tok/s = b * T / time of T batched decode steps, per repetition.
+std::vector<double> bench_decode(const Model& m, const BenchModelArgs& a, int32_t b, Rng& rng) {
+  const int32_t T = a.decode_tokens;
+  BatchDriver d(m, b, T, 1, a.page_size, a.kv_cache_dtype == "bf16");
+  const std::vector<TokenId> ids =
+      random_ids(rng, static_cast<size_t>(b) * T, m.config().n_vocab);  // [T, b]
+  std::vector<double> tok_s;
+  for (int32_t rep = -1; rep < a.repetitions; ++rep) {
+    d.truncate(0);
+    const int32_t n_steps = rep < 0 ? std::min(T, 4) : T;  // warm-up: a few steps
+    const double t0 = now_seconds();
+    for (int32_t i = 0; i < n_steps; ++i)
+      d.step(std::span<const TokenId>(ids).subspan(static_cast<size_t>(i) * b, b), 1);
+    const double s = now_seconds() - t0;
+    if (rep >= 0) tok_s.push_back(static_cast<double>(b) * T / s);
+  }
+  return tok_s;
+}
+
+struct ContextResult {
+  double prefill_s = 0;
+  std::vector<double> tpot_ms;  // per repetition: mean time per decode step
+};
+
+// One sequence: chunked prefill of c tokens (timed once, reported), then per repetition
+// context_steps decode steps from context c (the cache is cut back to c between repetitions).
+ContextResult bench_context(const Model& m, const BenchModelArgs& a, int32_t c, Rng& rng) {
+  const int32_t steps = a.context_steps;
+  BatchDriver d(m, 1, c + steps, std::min(a.context_chunk, c), a.page_size,
+                a.kv_cache_dtype == "bf16");
+  const std::vector<TokenId> ids =
+      random_ids(rng, static_cast<size_t>(c) + steps, m.config().n_vocab);
+  ContextResult r;
+  const double t0 = now_seconds();
+  for (int32_t i = 0; i < c; i += a.context_chunk) {
+    const int32_t n = std::min(a.context_chunk, c - i);
+    d.step(std::span<const TokenId>(ids).subspan(static_cast<size_t>(i), n), n);
+  }
+  r.prefill_s = now_seconds() - t0;
+  for (int32_t rep = -1; rep < a.repetitions; ++rep) {
+    d.truncate(c);
+    const int32_t n_steps = rep < 0 ? 1 : steps;
+    const double t1 = now_seconds();
+    for (int32_t i = 0; i < n_steps; ++i)
+      d.step(std::span<const TokenId>(ids).subspan(static_cast<size_t>(c + i), 1), 1);
+    if (rep >= 0) r.tpot_ms.push_back((now_seconds() - t1) * 1e3 / steps);
+  }
+  return r;
+}
+
+Status validate(const BenchModelArgs& a) {
+  auto positive = [](const std::vector<int32_t>& v, const char* flag) -> Status {
+    for (int32_t x : v)
+      if (x < 1) return Status::error(flag, ": ", x, " is not a positive length");
+    return Status::ok();
+  };
+  DSS_RETURN_IF_ERROR(positive(a.prefill, "--prefill"));
+  DSS_RETURN_IF_ERROR(positive(a.decode_batch, "--decode-batch"));
+  DSS_RETURN_IF_ERROR(positive(a.decode_context, "--decode-context"));
+  if (a.decode_tokens < 1) return Status::error("--decode-tokens must be >= 1");
+  if (a.context_steps < 1) return Status::error("--context-steps must be >= 1");
+  if (a.context_chunk < 1) return Status::error("--context-chunk must be >= 1");
+  if (a.repetitions < 1) return Status::error("--repetitions must be >= 1");
+  if (a.bandwidth_mib < 1) return Status::error("--bandwidth-mib must be >= 1");
+  return Status::ok();
+}
+
+std::string mb(int64_t bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3f", static_cast<double>(bytes) * 1e-6);
+  return buf;
+}
+
+int run_bench_model(const BenchModelArgs& a) {
+  if (Status s = validate(a); !s) {
+    std::fprintf(stderr, "dsserve bench-model: %s\n", s.message().c_str());
+    return 2;
+  }
+  auto loaded = Model::load(LoadOptions{a.model, a.n_threads, a.weight_dtype, "none"});
+  if (!loaded) {
+    std::fprintf(stderr, "dsserve bench-model: %s\n", loaded.message().c_str());
+    return 1;
+  }
+  const Model& m = **loaded;
+  const ModelConfig& c = m.config();
+  const int32_t n_threads = m.n_threads();
+  const ActiveBytes bytes = active_bytes_per_token(m.weights(), c.n_experts_per_tok);
+  Rng rng(a.seed);
+  OrderedJson j;
+  j["model"] = a.model;
+  j["arch"] = model_arch_name(c.arch);
+  j["threads"] = n_threads;
+  j["repetitions"] = a.repetitions;
+  j["weight_dtype"] = a.weight_dtype.empty() ? "stored" : a.weight_dtype;
+  j["kv_cache_dtype"] = a.kv_cache_dtype;
+  j["decode_tokens"] = a.decode_tokens;
+  j["decode_token_ids"] = "fixed random";
+  progress("bench-model: measuring read bandwidth (%d threads, %lld MiB)\n", n_threads,
+           static_cast<long long>(a.bandwidth_mib));
+  const double bw_before = bench::measure_read_gbps(a.bandwidth_mib, n_threads);
+  std::vector<std::pair<std::string, Stat>> rows;  // (test name, tok/s)
+  for (int32_t n : a.prefill) {
+    progress("bench-model: pp%d\n", n);
+    const Stat s = stat_of(bench_prefill(m, a, n, rng));
+    rows.emplace_back(str_cat("pp", n), s);
+    j[str_cat("prefill_", n, "_tok_s")] = s.mean;
+    j[str_cat("prefill_", n, "_tok_s_stddev")] = s.stddev;
+  }
+  double bs1_tok_s = 0;
+  for (int32_t b : a.decode_batch) {
+    progress("bench-model: tg%d batch %d\n", a.decode_tokens, b);
+    const Stat s = stat_of(bench_decode(m, a, b, rng));
+    if (b == 1) bs1_tok_s = s.mean;
+    rows.emplace_back(str_cat("tg", a.decode_tokens, " bs", b), s);
+    j[str_cat("decode_bs", b, "_tok_s")] = s.mean;
+    j[str_cat("decode_bs", b, "_tok_s_stddev")] = s.stddev;
+  }
+  std::vector<std::pair<int32_t, std::pair<double, Stat>>> ctx;  // (C, (prefill s, TPOT ms))
+  for (int32_t cl : a.decode_context) {
+    progress("bench-model: decode at context %d (chunked prefill first)\n", cl);
+    const ContextResult r = bench_context(m, a, cl, rng);
+    ctx.push_back({cl, {r.prefill_s, stat_of(r.tpot_ms)}});
+  }
+  const double bw_after = bench::measure_read_gbps(a.bandwidth_mib, n_threads);
+  const double bw = std::max(bw_before, bw_after);
+  const double roofline = bw * 1e9 / static_cast<double>(bytes.total);
+  j["read_gbps_before"] = bw_before;
+  j["read_gbps_after"] = bw_after;
+  j["read_gbps"] = bw;
+  j["active_weight_bytes_per_token"] = bytes.total;
+  for (const auto& [part, b] : bytes.parts) j["active_weight_bytes"][part] = b;
+  j["kv_b_f32_bytes"] = bytes.kv_b_f32_bytes;
+  j["roofline_bs1_tok_s"] = roofline;
+  if (bs1_tok_s > 0) j["decode_bs1_roofline_pct"] = 100.0 * bs1_tok_s / roofline;
+  for (const auto& [cl, r] : ctx) {
+    j[str_cat("decode_ctx_", cl, "_prefill_s")] = r.first;
+    j[str_cat("decode_ctx_", cl, "_tpot_ms")] = r.second.mean;
+    j[str_cat("decode_ctx_", cl, "_tpot_ms_stddev")] = r.second.stddev;
+    j[str_cat("decode_ctx_", cl, "_tpot_ratio")] = r.second.mean / ctx.front().second.second.mean;
+  }
+  if (a.json) {
+    std::cout << j.dump(2) << "\n";
+    return 0;
+  }
+  std::printf("model %s (%s), %d threads, weights %s, KV cache %s, %d repetitions + warm-up\n",
+              a.model.c_str(), model_arch_name(c.arch).c_str(), n_threads,
+              a.weight_dtype.empty() ? "as stored" : a.weight_dtype.c_str(),
+              a.kv_cache_dtype.c_str(), a.repetitions);
+  std::printf("read bandwidth: %.1f GB/s before, %.1f GB/s after the runs\n\n", bw_before,
+              bw_after);
+  std::printf("| %-14s | %15s |\n|%s|%s:|\n", "test", "tok/s", std::string(16, '-').c_str(),
+              std::string(16, '-').c_str());
+  for (const auto& [name, s] : rows)
+    std::printf("| %-14s | %7.2f ± %5.2f |\n", name.c_str(), s.mean, s.stddev);
+  std::printf(
+      "\nweight bytes read per decoded token at batch 1 (stored dtypes, scales included):\n");
+  for (const auto& [part, b] : bytes.parts)
+    std::printf("  %-16s %14s MB\n", part.c_str(), mb(b).c_str());
+  std::printf("  %-16s %14s MB\n", "total", mb(bytes.total).c_str());
+  std::printf("  (absorbed decode reads kv_b as an f32 copy: %s MB over all layers, not counted)\n",
+              mb(bytes.kv_b_f32_bytes).c_str());
+  std::printf("roofline at batch 1: %.1f GB/s / %s MB = %.1f tok/s", bw, mb(bytes.total).c_str(),
+              roofline);
+  if (bs1_tok_s > 0) std::printf("; decode bs1 reaches %.1f%% of it", 100.0 * bs1_tok_s / roofline);
+  std::printf("\n");
+  if (!ctx.empty()) {
+    std::printf(
+        "\n| %8s | %10s | %16s | %8s |\n|---------:|-----------:|-----------------:|---------:|\n",
+        "context", "prefill s", "TPOT ms", "ratio");
+    for (const auto& [cl, r] : ctx)
+      std::printf("| %8d | %10.2f | %7.2f ± %6.2f | %8.2f |\n", cl, r.first, r.second.mean,
+                  r.second.stddev, r.second.mean / ctx.front().second.second.mean);
+  }
+  return 0;
+}
+
+}  // namespace
+
+void register_bench_model_command(CLI::App& app) {
+  auto* a = new BenchModelArgs();
+  auto* cmd = app.add_subcommand(
+      "bench-model",
+      "Model speed in-process, llama-bench shapes: prefill tok/s (pp), batched decode tok/s "
+      "(tg), decode roofline, long-context TPOT");
+  cmd->add_option("--model", a->model, "Checkpoint directory")->required();
+  cmd->add_option("--threads", a->n_threads, "Compute threads (0: all)")->capture_default_str();
+  cmd->add_option("--prefill", a->prefill, "Prompt lengths, one forward each (pp)")
+      ->delimiter(',')
+      ->capture_default_str();
+  cmd->add_option("--decode-batch", a->decode_batch, "Decode batch sizes (tg)")
+      ->delimiter(',')
+      ->capture_default_str();
+  cmd->add_option("--decode-tokens", a->decode_tokens, "Tokens decoded per sequence (tg)")
+      ->capture_default_str();
+  cmd->add_option("--decode-context", a->decode_context,
+                  "Contexts for long-context decode TPOT (e.g. 2048,32768; default: none)")
+      ->delimiter(',');
+  cmd->add_option("--context-steps", a->context_steps, "Timed decode steps per context")
+      ->capture_default_str();
+  cmd->add_option("--context-chunk", a->context_chunk, "Prefill chunk filling the context")
+      ->capture_default_str();
+  cmd->add_option("--repetitions,-r", a->repetitions, "Measured runs per test (after a warm-up)")
+      ->capture_default_str();
+  cmd->add_option("--page-size", a->page_size, "Tokens per KV-cache page")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  cmd->add_option("--kv-cache-dtype", a->kv_cache_dtype, "KV-cache storage: bf16 | f32")
+      ->check(CLI::IsMember({"bf16", "f32"}))
+      ->capture_default_str();
+  cmd->add_option("--weight-dtype", a->weight_dtype,
+                  "Convert the linear weights at load: bf16 | fp8 | int8 (default: as stored)")
+      ->check(CLI::IsMember({"bf16", "fp8", "int8"}));
+  cmd->add_option("--bandwidth-mib", a->bandwidth_mib, "Buffer of the read-bandwidth measurement")
+      ->capture_default_str();
+  cmd->add_option("--seed", a->seed, "Seed of the random token ids")->capture_default_str();
+  cmd->add_flag("--json", a->json, "Print one JSON object instead of tables");
+  cmd->callback([a] { exit_code = run_bench_model(*a); });
+}
+
+}  // namespace dss::app

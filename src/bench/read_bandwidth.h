@@ -1,0 +1,21 @@
+// Memory read bandwidth of this machine, the denominator of a decode roofline (issue #7).
+//
+// Method (shared by bench/micro/roofline_bench and `dsserve bench-model`): n threads at once each
+// stream their own contiguous part of one buffer much larger than the caches (each thread first
+// touches its part, so pages sit near it), summing floats with 4 independent vector accumulators;
+// GB/s = bytes read / wall time of the slowest thread, best of `reps` repetitions (noisy VMs).
+// The best Highway target this CPU supports is used.
+#pragma once
+
+#include <cstdint>
+
+namespace dss::bench {
+
+// GB/s (1e9 bytes/s) reading `n_floats` floats of `buf` (64-byte aligned) with `n_threads`
+// threads. Overwrites the buffer with zeros first.
+double read_gbps(float* buf, int64_t n_floats, int32_t n_threads, int32_t reps = 5);
+
+// The same on a freshly allocated buffer of `mib` MiB (freed before returning).
+double measure_read_gbps(int64_t mib, int32_t n_threads, int32_t reps = 5);
+
+}  // namespace dss::bench

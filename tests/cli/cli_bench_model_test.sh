@@ -1,0 +1,106 @@
+#!/usr/bin/env bash
+# End-to-end test of `dsserve bench-model` on tiny random checkpoints (V3 and V3.2): the JSON has
+# every key with positive values, and the weight bytes per decoded token equal an independent
+# count made here from the safetensors headers (not from the binary's code path).
+# Usage: cli_bench_model_test.sh <dsserve binary>
+set -uo pipefail
+bin="$1"
+tmp="$(mktemp -d)"; trap 'rm -rf "$tmp"' EXIT
+pass=0; fail=0
+check() {  # check NAME CONDITION...
+  local name="$1"; shift
+  if "$@"; then pass=$((pass + 1)); else echo "FAIL: $name"; fail=$((fail + 1)); fi
+}
+
+# Independent count: every tensor of layers < num_hidden_layers (MTP layers are not run) in its
+# stored dtype, scales included; routed experts scaled by num_experts_per_tok / n_routed_experts
+# (all experts have one shape); the embedding as one row (its bytes / vocab_size, scales too).
+count_bytes() {
+  /usr/bin/python3 - "$1" <<'PY'
+import glob, json, re, struct, sys
+d = sys.argv[1]
+cfg = json.load(open(d + "/config.json"))
+sizes = {}
+for f in glob.glob(d + "/*.safetensors"):
+    with open(f, "rb") as fh:
+        n = struct.unpack("<Q", fh.read(8))[0]
+        header = json.loads(fh.read(n))
+    for name, v in header.items():
+        if name != "__metadata__":
+            sizes[name] = v["data_offsets"][1] - v["data_offsets"][0]
+n_layers, k, n_exp = cfg["num_hidden_layers"], cfg["num_experts_per_tok"], cfg["n_routed_experts"]
+total, routed = 0, 0
+for name, b in sizes.items():
+    m = re.match(r"model\.layers\.(\d+)\.", name)
+    if m and int(m.group(1)) >= n_layers:
+        continue
+    if name.startswith("model.embed_tokens."):
+        rows = cfg["vocab_size"] if name.endswith(".weight") else -(-cfg["vocab_size"] // 128)
+        assert b % rows == 0, name
+        total += b // rows
+    elif ".mlp.experts." in name:
+        routed += b
+    else:
+        total += b
+assert routed * k % n_exp == 0
+if cfg.get("tie_word_embeddings"):
+    total += sizes["model.embed_tokens.weight"]
+print(total + routed * k // n_exp)
+PY
+}
+
+check_json() {  # check_json FILE EXPECTED_BYTES CONTEXTS
+  /usr/bin/python3 - "$@" <<'PY'
+import json, sys
+o = json.load(open(sys.argv[1]))
+keys = ["prefill_16_tok_s", "prefill_32_tok_s", "decode_bs1_tok_s", "decode_bs2_tok_s",
+        "roofline_bs1_tok_s", "read_gbps_before", "read_gbps_after", "decode_bs1_roofline_pct"]
+keys += ["decode_ctx_%s_tpot_ms" % c for c in sys.argv[3].split(",")]
+for k in keys:
+    assert k in o and o[k] > 0, (k, o.get(k))
+assert o["active_weight_bytes_per_token"] == int(sys.argv[2]), (o["active_weight_bytes_per_token"], sys.argv[2])
+assert sum(o["active_weight_bytes"].values()) == o["active_weight_bytes_per_token"]
+assert abs(o["roofline_bs1_tok_s"] - o["read_gbps"] * 1e9 / o["active_weight_bytes_per_token"]) < 1e-6 * o["roofline_bs1_tok_s"]
+first = sys.argv[3].split(",")[0]
+assert o["decode_ctx_%s_tpot_ratio" % first] == 1.0
+PY
+}
+
+small=(--threads 2 --prefill 16,32 --decode-batch 1,2 --decode-tokens 4 --context-steps 2
+       --context-chunk 16 --repetitions 2 --bandwidth-mib 16)
+for preset in tiny tiny-v32; do
+  "$bin" init-model --preset "$preset" --out "$tmp/$preset" --vocab-size 1000 --seed 5 \
+    >"$tmp/init-$preset.out" 2>&1
+  check "init-model $preset" test $? -eq 0
+  expected="$(count_bytes "$tmp/$preset")"
+  check "independent byte count of $preset" test -n "$expected"
+  # tiny-v32 has index_topk 16: a 40-token context decodes sparsely.
+  "$bin" bench-model --model "$tmp/$preset" "${small[@]}" --decode-context 8,40 --json \
+    >"$tmp/$preset.json" 2>"$tmp/$preset.err"
+  check "bench-model --json on $preset exits 0" test $? -eq 0
+  check "bench-model JSON on $preset" check_json "$tmp/$preset.json" "$expected" 8,40
+done
+
+# Human output: the tables and the roofline line.
+"$bin" bench-model --model "$tmp/tiny" "${small[@]}" >"$tmp/human.out" 2>&1
+check "bench-model (tables) exits 0" test $? -eq 0
+check "prefill row" grep -q "| pp32 " "$tmp/human.out"
+check "decode row" grep -q "| tg4 bs2 " "$tmp/human.out"
+check "roofline line" grep -q "roofline at batch 1: .* tok/s; decode bs1 reaches" "$tmp/human.out"
+
+# --weight-dtype bf16: the count follows the converted weights (more bytes than FP8).
+"$bin" bench-model --model "$tmp/tiny" "${small[@]}" --weight-dtype bf16 --json \
+  >"$tmp/bf16.json" 2>"$tmp/bf16.err"
+check "bench-model --weight-dtype bf16" /usr/bin/python3 -c "
+import json; a=json.load(open('$tmp/tiny.json')); b=json.load(open('$tmp/bf16.json'))
+assert b['active_weight_bytes_per_token'] > a['active_weight_bytes_per_token']"
+
+# Bad flags: exit 2 with the flag named.
+"$bin" bench-model --model "$tmp/tiny" --decode-batch 0 >"$tmp/e1" 2>&1; rc=$?
+check "bad --decode-batch exits 2" test $rc -eq 2
+check "bad --decode-batch is named" grep -q -- "--decode-batch" "$tmp/e1"
+"$bin" bench-model --model "$tmp/nonexistent" >"$tmp/e2" 2>&1; rc=$?
+check "missing model exits 1" test $rc -eq 1
+
+echo "cli_bench_model_test: $pass passed, $fail failed"
+test $fail -eq 0

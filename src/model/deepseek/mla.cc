@@ -206,7 +206,7 @@ void Model::mla_absorbed(int32_t i_layer, const ForwardBatch& b, int32_t i_seq, 
   const ModelConfig& c = cfg_;
   const MlaWeights& w = w_.layers[static_cast<size_t>(i_layer)].mla;
   const int32_t H = c.n_heads, d_qk = c.d_qk(), R = c.kv_lora_rank, d_kv = c.d_nope + c.d_v;
-  const int32_t dr = c.d_rope, n_threads = pool_->n_threads();
+  const int32_t dr = c.d_rope;
   const auto [t_begin, t_end, L] = seq_range(b, i_seq);  // L <= max_kv_len: checked in mla()
   const cpu::MlaCacheView view = cache_view(kv, i_layer, b, i_seq);
   const float scale = c.softmax_scale();
@@ -226,17 +226,23 @@ void Model::mla_absorbed(int32_t i_layer, const ForwardBatch& b, int32_t i_seq, 
         std::copy(q + c.d_nope, q + d_qk, ws.q_pe.data() + static_cast<size_t>(h) * dr);
       }
     });
-    // Split-K over the attended positions; threads without a range leave l = 0 (skipped).
+    // Split-K over the attended positions in parts that depend only on n (never on the thread
+    // count), merged in part order: the result is bit-identical for any number of threads.
     int32_t n = 0;
     const int32_t* ps = attended_positions(ws, t, pos, c.index_topk, n);
-    std::fill(ws.part_l.begin(), ws.part_l.begin() + static_cast<ptrdiff_t>(n_threads) * H, 0.0f);
-    pool_->parallel_for(n, cpu::kMlaAttnTile, [&](int64_t i0, int64_t i1, int32_t i_thread) {
-      const auto it = static_cast<size_t>(i_thread);
-      cpu::mla_attn_partial(view, ps, i0, i1, ws.q_lat.data(), ws.q_pe.data(), H, scale,
-                            ws.attn_scratch.data() + it * n_scratch, ws.part_m.data() + it * H,
-                            ws.part_l.data() + it * H, ws.part_o.data() + it * H * R);
+    const int32_t n_parts = std::min(kMlaDecodeMaxParts, (n + kMlaDecodePart - 1) / kMlaDecodePart);
+    const int32_t part = (n + n_parts - 1) / n_parts;
+    pool_->parallel_for(n_parts, 1, [&](int64_t i0, int64_t i1, int32_t i_thread) {
+      float* scratch = ws.attn_scratch.data() + static_cast<size_t>(i_thread) * n_scratch;
+      for (int64_t i = i0; i < i1; ++i) {
+        const auto ip = static_cast<size_t>(i);
+        cpu::mla_attn_partial(view, ps, i * part, std::min<int64_t>(n, (i + 1) * part),
+                              ws.q_lat.data(), ws.q_pe.data(), H, scale, scratch,
+                              ws.part_m.data() + ip * H, ws.part_l.data() + ip * H,
+                              ws.part_o.data() + ip * H * R);
+      }
     });
-    cpu::mla_attn_merge(n_threads, ws.part_m.data(), ws.part_l.data(), ws.part_o.data(), H, R,
+    cpu::mla_attn_merge(n_parts, ws.part_m.data(), ws.part_l.data(), ws.part_o.data(), H, R,
                         ws.o_lat.data());
     // o_h = W_UV_h o_lat_h  (d_v)
     pool_->parallel_for(H, 1, [&](int64_t h0, int64_t h1, int32_t) {

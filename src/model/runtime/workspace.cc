@@ -28,9 +28,10 @@ Workspace::Workspace(const ModelConfig& c, const WorkspaceLimits& lim) : limits(
   q_lat.resize(H * R);
   q_pe.resize(H * dr);
   o_lat.resize(H * R);
-  part_m.resize(nt * H);
-  part_l.resize(nt * H);
-  part_o.resize(nt * H * R);
+  const auto n_parts = static_cast<size_t>(kMlaDecodeMaxParts);
+  part_m.resize(n_parts * H);
+  part_l.resize(n_parts * H);
+  part_o.resize(n_parts * H * R);
   attn_scratch.resize(
       nt * static_cast<size_t>(cpu::mla_attn_scratch_floats(c.n_heads, c.kv_lora_rank, c.d_rope)));
   tile_lat.resize(tile * R);

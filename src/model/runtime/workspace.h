@@ -13,6 +13,12 @@ namespace dss {
 // tile at a time, never for the whole context.
 inline constexpr int32_t kMlaPrefillTile = 128;
 
+// Decode (absorbed) split-K: the attended positions are cut into min(kMlaDecodeMaxParts,
+// ceil(n / kMlaDecodePart)) equal parts, a function of n only, so results do not depend on the
+// thread count; the parts are spread over the pool and merged in order.
+inline constexpr int32_t kMlaDecodePart = 256;
+inline constexpr int32_t kMlaDecodeMaxParts = 64;
+
 struct WorkspaceLimits {
   int32_t max_tokens = 1;      // tokens per forward step
   int32_t max_kv_len = 1;      // longest sequence (cached + new) attended to
@@ -43,11 +49,11 @@ struct Workspace {
   // here grows with the context except the indexer's per-position scores and the tile flags.
   std::vector<float>
       kv_new;  // [max_tokens, d_row] the step's new cache rows (f32, KvLayout::d_row)
-  // Absorbed (decode) form, one query token at a time, split-K over n_threads parts:
+  // Absorbed (decode) form, one query token at a time, split-K over at most kMlaDecodeMaxParts:
   std::vector<float> q_lat, q_pe;     // [n_heads, kv_lora_rank], [n_heads, d_rope]
   std::vector<float> o_lat;           // [n_heads, kv_lora_rank] merged latent output
-  std::vector<float> part_m, part_l;  // [n_threads, n_heads] partial max / sum
-  std::vector<float> part_o;          // [n_threads, n_heads, kv_lora_rank]
+  std::vector<float> part_m, part_l;  // [kMlaDecodeMaxParts, n_heads] partial max / sum
+  std::vector<float> part_o;          // [kMlaDecodeMaxParts, n_heads, kv_lora_rank]
   std::vector<float> attn_scratch;    // [n_threads, cpu::mla_attn_scratch_floats]
   // Naive (prefill) form, flash attention over tiles of kMlaPrefillTile cached positions:
   std::vector<float> tile_lat, tile_pe;  // [tile, kv_lora_rank], [tile, d_rope] decoded rows

@@ -170,8 +170,12 @@ int run_inspect(const std::string& dir, bool json) {
     e.first += t->numel();
     e.second += t->n_bytes;
   }
-  const size_t kv_bf16 = static_cast<size_t>(c.n_layers) * c.d_kv_cache() * 2;
-  const size_t kv_f32 = kv_bf16 * 2;
+  // KV bytes per token over all layers for each --kv-cache-dtype (docs/kv_layout.md; V3.2 rows
+  // include the indexer key: index_head_dim e4m3 bytes + one f32 scale per layer).
+  const size_t kv_bf16 = (*model)->kv_layout(64, DType::kBF16).bytes_per_token();
+  const size_t kv_f32 = (*model)->kv_layout(64, DType::kF32).bytes_per_token();
+  const size_t kv_fp8 = (*model)->kv_layout(64, DType::kF8E4M3).bytes_per_token();
+  const char* kv_default = kv_dtype_name((*model)->default_kv_dtype());
   OrderedJson j;
   j["architecture"] = model_arch_name(c.arch);
   j["layers"] = c.n_layers;
@@ -200,8 +204,11 @@ int run_inspect(const std::string& dir, bool json) {
   }
   j["total_bytes"] = total_bytes;
   j["files"] = ck.files().size();
-  j["kv_cache_bytes_per_token"] = {
-      {"bf16", kv_bf16}, {"f32", kv_f32}, {"values_per_layer", c.d_kv_cache()}};
+  j["kv_cache_bytes_per_token"] = {{"fp8", kv_fp8},
+                                   {"bf16", kv_bf16},
+                                   {"f32", kv_f32},
+                                   {"default", kv_default},
+                                   {"values_per_layer", c.d_kv_cache()}};
   j["max_position_embeddings"] = c.max_position_embeddings;
   if (json) {
     std::cout << j.dump(2) << "\n";
@@ -225,9 +232,11 @@ int run_inspect(const std::string& dir, bool json) {
   }
   std::printf("total             %s in %zu file(s)\n",
               human_bytes(static_cast<double>(total_bytes)).c_str(), ck.files().size());
-  std::printf("KV cache / token  %d values x %d layers = %s (bf16), %s (f32)\n", c.d_kv_cache(),
-              c.n_layers, human_bytes(static_cast<double>(kv_bf16)).c_str(),
-              human_bytes(static_cast<double>(kv_f32)).c_str());
+  std::printf(
+      "KV cache / token  %d values x %d layers = %s (fp8), %s (bf16), %s (f32); default %s\n",
+      c.d_kv_cache(), c.n_layers, human_bytes(static_cast<double>(kv_fp8)).c_str(),
+      human_bytes(static_cast<double>(kv_bf16)).c_str(),
+      human_bytes(static_cast<double>(kv_f32)).c_str(), kv_default);
   return 0;
 }
 

@@ -9,8 +9,10 @@ void add_engine_flags(CLI::App* cmd, EngineOptions& o, bool model_required) {
   cmd->add_option("--page-size", o.page_size, "Tokens per KV-cache page (any value >= 1)")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
-  cmd->add_option("--kv-cache-dtype", o.kv_cache_dtype, "KV-cache storage: bf16 | f32")
-      ->check(CLI::IsMember({"bf16", "f32"}))
+  cmd->add_option("--kv-cache-dtype", o.kv_cache_dtype,
+                  "KV-cache latent storage: auto (fp8 for V3.2, bf16 for V3) | bf16 | f32 | fp8 "
+                  "(e4m3 + a power-of-two scale per 128 values, rope key bf16; docs/kv_layout.md)")
+      ->check(CLI::IsMember({"auto", "bf16", "f32", "fp8"}))
       ->capture_default_str();
   cmd->add_option("--kv-cache-memory", o.kv_cache_memory_bytes,
                   "KV-cache pool size in bytes (default: --kv-cache-fraction of available memory)");

@@ -126,7 +126,7 @@ Result<Row> run_model(const ModelSpec& spec, int32_t n_threads,
   }
   int32_t max_len = 0;
   for (const auto& p : prompts) max_len = std::max(max_len, static_cast<int32_t>(p.size()));
-  SequenceRunner runner(*model, max_len + decode_tokens, 64, 512, /*kv_bf16=*/true);
+  SequenceRunner runner(*model, max_len + decode_tokens, 64, 512, DType::kBF16);
   const bool record = ref.empty();
   size_t at = 0;
   double decode_s = 0.0;

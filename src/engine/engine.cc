@@ -106,12 +106,13 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& o) {
                          " exceeds the model's max_position_embeddings ",
                          c.max_position_embeddings);
   }
-  if (o.kv_cache_dtype != "bf16" && o.kv_cache_dtype != "f32") {
-    return Status::error("--kv-cache-dtype must be bf16 or f32, got '", o.kv_cache_dtype, "'");
+  DType kv_dtype = impl->model->default_kv_dtype();  // "auto": fp8 for V3.2, bf16 for V3
+  if (o.kv_cache_dtype != "auto" && !kv_dtype_from_name(o.kv_cache_dtype.c_str(), kv_dtype)) {
+    return Status::error("--kv-cache-dtype must be auto, bf16, f32 or fp8, got '", o.kv_cache_dtype,
+                         "'");
   }
-  const KvLayout layout = impl->model->kv_layout(o.page_size, o.kv_cache_dtype == "bf16");
-  const auto bytes_per_page =
-      static_cast<int64_t>(layout.n_layers) * layout.d_row() * (layout.bf16 ? 2 : 4) * o.page_size;
+  const KvLayout layout = impl->model->kv_layout(o.page_size, kv_dtype);
+  const auto bytes_per_page = static_cast<int64_t>(layout.bytes_per_page());
   int64_t n_pages = 0;
   if (o.max_total_tokens > 0) {
     n_pages = (o.max_total_tokens + o.page_size - 1) / o.page_size;
@@ -160,7 +161,8 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& o) {
   impl->stats.kv_pages_total = static_cast<int32_t>(n_pages);
   impl->stats.page_size = o.page_size;
   log_info("engine: ", model_arch_name(c.arch), ", context ", impl->context_length, ", KV pool (",
-           o.kv_cache_dtype, ") ", n_pages, " pages x ", o.page_size, " tokens (",
+           kv_dtype_name(kv_dtype), ", ", layout.bytes_per_token(), " bytes/token) ", n_pages,
+           " pages x ", o.page_size, " tokens (",
            static_cast<double>(n_pages * bytes_per_page) / (1 << 20), " MiB)");
   Impl* raw = impl.get();
   impl->thread = std::thread([raw] { raw->loop(); });

@@ -7,9 +7,11 @@
 namespace dss {
 
 struct EngineOptions {
-  std::string model_dir;                // --model
-  int32_t page_size = 64;               // --page-size (tokens per KV page; any value >= 1)
-  std::string kv_cache_dtype = "bf16";  // --kv-cache-dtype bf16 | f32
+  std::string model_dir;   // --model
+  int32_t page_size = 64;  // --page-size (tokens per KV page; any value >= 1)
+  // --kv-cache-dtype auto | bf16 | f32 | fp8 (auto: fp8 for V3.2 models, bf16 otherwise;
+  // docs/kv_layout.md)
+  std::string kv_cache_dtype = "auto";
   int64_t kv_cache_memory_bytes =
       0;  // --kv-cache-memory (0: --kv-cache-fraction of available memory)
   double kv_cache_fraction = 0.25;  // --kv-cache-fraction of MemAvailable, capped by what is useful

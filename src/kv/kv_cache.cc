@@ -1,50 +1,146 @@
 #include "kv/kv_cache.h"
 
 #include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <string_view>
 
 #include "base/check.h"
-#include "tensor/dtype.h"
 
 namespace dss {
 
+namespace {
+// [KV_FP8_QUANT] act_quant with a UE8M0 scale over one block, as model/deepseek/fp8_sim.cc
+// act_quant_ue8m0 (same formula; kv_store cannot link the model). Returns s; writes the codes.
+float quant_block_ue8m0(const float* x, int32_t n, uint8_t* codes) {
+  float amax = 0.0f;
+  for (int32_t i = 0; i < n; ++i) amax = std::max(amax, std::fabs(x[i]));
+  const float s_raw = std::max(amax, 1e-4f) * (1.0f / 448.0f);
+  int e = 0;
+  const float m = std::frexp(s_raw, &e);  // s_raw = m * 2^e, m in [0.5, 1)
+  const float s = m == 0.5f ? std::ldexp(1.0f, e - 1) : std::ldexp(1.0f, e);
+  for (int32_t i = 0; i < n; ++i) {
+    codes[i] = f32_to_fp8e4m3(std::clamp(x[i] / s, -kFp8E4M3Max, kFp8E4M3Max));
+  }
+  return s;
+}
+}  // namespace
+
+size_t KvLayout::latent_row_bytes() const {
+  switch (dtype) {
+    case DType::kF32:
+      return 4 * static_cast<size_t>(d_latent + d_rope);
+    case DType::kBF16:
+      return 2 * static_cast<size_t>(d_latent + d_rope);
+    case DType::kF8E4M3:
+      return static_cast<size_t>(d_latent) + 4 * static_cast<size_t>(n_latent_scales()) +
+             2 * static_cast<size_t>(d_rope);
+    default:
+      DSS_CHECK(false, "KV cache dtype must be f32, bf16 or fp8");
+      return 0;
+  }
+}
+
+bool kv_dtype_from_name(const char* name, DType& out) {
+  const std::string_view s(name);
+  if (s == "f32")
+    out = DType::kF32;
+  else if (s == "bf16")
+    out = DType::kBF16;
+  else if (s == "fp8")
+    out = DType::kF8E4M3;
+  else
+    return false;
+  return true;
+}
+
+const char* kv_dtype_name(DType t) {
+  return t == DType::kF32 ? "f32" : t == DType::kBF16 ? "bf16" : "fp8";
+}
+
 KvCache::KvCache(const KvLayout& layout, int32_t n_pages) : layout_(layout), n_pages_(n_pages) {
-  DSS_CHECK(layout.n_layers > 0 && layout.d_row() > 0 && layout.page_size > 0 && n_pages > 0,
+  DSS_CHECK(layout.n_layers > 0 && layout.d_latent > 0 && layout.page_size > 0 && n_pages > 0,
             "bad KV layout");
-  const size_t n = static_cast<size_t>(n_slots()) * layout.d_row();
-  if (layout.bf16) {
-    data16_.resize(static_cast<size_t>(layout.n_layers));
-    for (auto& d : data16_) d.assign(n, 0);
-  } else {
-    data_.resize(static_cast<size_t>(layout.n_layers));
-    for (auto& d : data_) d.assign(n, 0.0f);
+  const auto n = static_cast<size_t>(n_slots());
+  const auto L = static_cast<size_t>(layout.n_layers);
+  latent_.resize(L);
+  for (auto& d : latent_) d.assign(n * layout.latent_row_bytes(), 0);
+  if (layout.d_index > 0) {
+    index_keys_.resize(L);
+    index_scales_.resize(L);
+    for (auto& d : index_keys_) d.assign(n * static_cast<size_t>(layout.d_index), 0);
+    for (auto& d : index_scales_) d.assign(n, 0.0f);
   }
 }
 
 void KvCache::store(int32_t i_layer, int32_t slot, const float* row) {
-  const size_t d = static_cast<size_t>(layout_.d_row()), off = static_cast<size_t>(slot) * d;
-  if (layout_.bf16) {
-    uint16_t* out = data16_[static_cast<size_t>(i_layer)].data() + off;
-    for (size_t i = 0; i < d; ++i) out[i] = f32_to_bf16(row[i]);
+  const KvLayout& y = layout_;
+  const auto l = static_cast<size_t>(i_layer), s = static_cast<size_t>(slot);
+  const int32_t R = y.d_latent, dr = y.d_rope;
+  uint8_t* out = latent_[l].data() + s * y.latent_row_bytes();
+  if (y.dtype == DType::kF32) {
+    std::memcpy(out, row, 4 * static_cast<size_t>(R + dr));
+  } else if (y.dtype == DType::kBF16) {
+    for (int32_t i = 0; i < R + dr; ++i) {
+      const uint16_t v = f32_to_bf16(row[i]);
+      std::memcpy(out + 2 * i, &v, 2);
+    }
   } else {
-    std::copy(row, row + d, data_[static_cast<size_t>(i_layer)].data() + off);
+    for (int32_t b = 0; b < y.n_latent_scales(); ++b) {
+      const int32_t j = b * kKvFp8Block, n = std::min(kKvFp8Block, R - j);
+      const float sc = quant_block_ue8m0(row + j, n, out + j);
+      std::memcpy(out + R + 4 * b, &sc, 4);
+    }
+    uint8_t* pe = out + R + 4 * y.n_latent_scales();
+    for (int32_t i = 0; i < dr; ++i) {
+      const uint16_t v = f32_to_bf16(row[R + i]);
+      std::memcpy(pe + 2 * i, &v, 2);
+    }
+  }
+  if (y.d_index > 0) {
+    const float* k = row + y.d_index_offset();
+    uint8_t* kout = index_keys_[l].data() + s * static_cast<size_t>(y.d_index);
+    for (int32_t i = 0; i < y.d_index; ++i) {
+      kout[i] = f32_to_fp8e4m3(k[i]);
+      DSS_DCHECK(fp8e4m3_to_f32(kout[i]) == k[i], "indexer key value is not an e4m3 value");
+    }
+    index_scales_[l][s] = k[y.d_index];
   }
 }
 
 void KvCache::load(int32_t i_layer, int32_t slot, float* row) const {
-  const size_t d = static_cast<size_t>(layout_.d_row()), off = static_cast<size_t>(slot) * d;
-  if (layout_.bf16) {
-    const uint16_t* in = data16_[static_cast<size_t>(i_layer)].data() + off;
-    for (size_t i = 0; i < d; ++i) row[i] = bf16_to_f32(in[i]);
+  const KvLayout& y = layout_;
+  const auto l = static_cast<size_t>(i_layer), s = static_cast<size_t>(slot);
+  const int32_t R = y.d_latent, dr = y.d_rope;
+  const uint8_t* in = latent_[l].data() + s * y.latent_row_bytes();
+  auto bf16_at = [](const uint8_t* p, int32_t i) {
+    uint16_t v;
+    std::memcpy(&v, p + 2 * i, 2);
+    return bf16_to_f32(v);
+  };
+  if (y.dtype == DType::kF32) {
+    std::memcpy(row, in, 4 * static_cast<size_t>(R + dr));
+  } else if (y.dtype == DType::kBF16) {
+    for (int32_t i = 0; i < R + dr; ++i) row[i] = bf16_at(in, i);
   } else {
-    const float* in = data_[static_cast<size_t>(i_layer)].data() + off;
-    std::copy(in, in + d, row);
+    for (int32_t i = 0; i < R; ++i) {
+      float sc;
+      std::memcpy(&sc, in + R + 4 * (i / kKvFp8Block), 4);
+      row[i] = fp8e4m3_to_f32(in[i]) * sc;
+    }
+    const uint8_t* pe = in + R + 4 * y.n_latent_scales();
+    for (int32_t i = 0; i < dr; ++i) row[R + i] = bf16_at(pe, i);
+  }
+  if (y.d_index > 0) {
+    const uint8_t* k = index_keys_[l].data() + s * static_cast<size_t>(y.d_index);
+    float* kout = row + y.d_index_offset();
+    for (int32_t i = 0; i < y.d_index; ++i) kout[i] = fp8e4m3_to_f32(k[i]);
+    kout[y.d_index] = index_scales_[l][s];
   }
 }
 
-size_t KvCache::bytes_per_token() const {
-  return static_cast<size_t>(layout_.n_layers) * layout_.d_row() * (layout_.bf16 ? 2 : 4);
+size_t KvLayout::bytes_per_token() const {
+  return static_cast<size_t>(n_layers) * (latent_row_bytes() + index_row_bytes());
 }
-
-size_t KvCache::bytes_per_page() const { return bytes_per_token() * layout_.page_size; }
 
 }  // namespace dss

@@ -1,31 +1,61 @@
-// KvCache owns the bytes of the MLA cache: per layer, per token slot, the normalised
-// kv_lora_rank latent followed by the rotated d_rope key (the 576 values FlashMLA caches for V3).
+// KvCache owns the bytes of the MLA cache (docs/kv_layout.md): per layer, per token slot, the
+// normalised kv_lora_rank latent and the rotated d_rope key (the 576 values FlashMLA caches for
+// V3), and for V3.2 the lightning indexer's key in its own per-layer storage.
 //
 // Slots are addressed as page * page_size + offset; which pages belong to which sequence is the
 // caller's business (page tables in ForwardBatch). No policy here. Not thread-safe: the engine
-// thread writes it through Model::forward.
+// thread writes it through Model::forward; the attention kernels read it in place.
 //
-// Layout: one buffer per layer, [n_pages * page_size, d_row] f32, row-major, where a row is
-// [d_latent latent | d_rope rope key | (V3.2) d_index indexer key (e4m3 values) | 1 key scale].
+// Per layer (bracket order = memory order):
+//   latent rows   [n_slots, latent_row_bytes()] bytes, one row per slot:
+//     kF32     [d_latent f32 | d_rope f32]                                   4 * (d_latent +
+//     d_rope) kBF16    [d_latent bf16 | d_rope bf16]                                 2 * (d_latent
+//     + d_rope) kF8E4M3  [d_latent e4m3 | n_blocks f32 scales | d_rope bf16]           d_latent + 4
+//     * n_blocks
+//              n_blocks = ceil(d_latent / 128), scales powers of two         + 2 * d_rope
+//              (671B: 512 + 16 + 128 = 656 bytes, FlashMLA's V3.2 layout)
+//   (V3.2) indexer keys    [n_slots, d_index] e4m3 bytes   } the reference's indexer k-cache,
+//          indexer scales  [n_slots] f32                   } whatever the latent dtype
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <vector>
 
+#include "tensor/dtype.h"
+
 namespace dss {
+
+// Values per fp8 latent scale block (one power-of-two f32 scale per block).
+inline constexpr int32_t kKvFp8Block = 128;
 
 struct KvLayout {
   int32_t n_layers = 0;
-  int32_t d_latent = 0;    // kv_lora_rank
-  int32_t d_rope = 0;      // qk_rope_head_dim
-  int32_t page_size = 64;  // tokens per page
-  int32_t d_index = 0;     // V3.2 indexer key width (0: none); the row then also holds d_index
-                           // e4m3 values (as f32) and their one power-of-two scale
-  bool bf16 = false;       // storage dtype: bf16 (halves the bytes) or f32
+  int32_t d_latent = 0;       // kv_lora_rank
+  int32_t d_rope = 0;         // qk_rope_head_dim
+  int32_t page_size = 64;     // tokens per page
+  int32_t d_index = 0;        // V3.2 indexer key width (0: none)
+  DType dtype = DType::kF32;  // latent + rope storage: kF32 | kBF16 | kF8E4M3
+
+  int32_t n_latent_scales() const {
+    return dtype == DType::kF8E4M3 ? (d_latent + kKvFp8Block - 1) / kKvFp8Block : 0;
+  }
+  size_t latent_row_bytes() const;  // bytes of one slot's latent row (table above)
+  size_t index_row_bytes() const {  // d_index e4m3 bytes + one f32 scale
+    return d_index > 0 ? static_cast<size_t>(d_index) + 4 : 0;
+  }
+  // Bytes per token over all layers (latent row + indexer row), and per page.
+  size_t bytes_per_token() const;
+  size_t bytes_per_page() const { return bytes_per_token() * static_cast<size_t>(page_size); }
+  // The f32 row KvCache::store takes and load returns:
+  // [d_latent | d_rope | (V3.2) d_index e4m3 values as f32 | their scale].
   int32_t d_index_offset() const { return d_latent + d_rope; }
   int32_t d_row() const { return d_latent + d_rope + (d_index > 0 ? d_index + 1 : 0); }
 };
+
+// "f32" | "bf16" | "fp8" -> storage dtype; false if the name is none of these.
+bool kv_dtype_from_name(const char* name, DType& out);
+const char* kv_dtype_name(DType t);  // inverse of kv_dtype_from_name
 
 class KvCache {
  public:
@@ -34,18 +64,32 @@ class KvCache {
   const KvLayout& layout() const { return layout_; }
   int32_t n_pages() const { return n_pages_; }
   int32_t n_slots() const { return n_pages_ * layout_.page_size; }
-  // Writes / reads one slot's whole row ([d_row] f32 values), converting to / from the storage
-  // dtype (bf16: round to nearest even).
+  // Writes one slot from an f32 row (KvLayout::d_row). bf16: round to nearest even. fp8: per
+  // 128-value block s = 2^ceil(log2(max(amax, 1e-4) / 448)), codes e4m3_rne(x / s) - the V3.2
+  // reference's act_quant (UE8M0), so a latent that already went through it (V3.2) is stored
+  // exactly [KV_FP8_QUANT]. The indexer values must be e4m3 values (stored exactly).
   void store(int32_t i_layer, int32_t slot, const float* row);
+  // Reads one slot back as an f32 row (tests and tools; the forward pass reads in place).
   void load(int32_t i_layer, int32_t slot, float* row) const;
-  size_t bytes_per_page() const;
-  size_t bytes_per_token() const;  // over all layers
+  // In-place storage of layer i_layer (layout in the file comment).
+  const uint8_t* latent_rows(int32_t i_layer) const {
+    return latent_[static_cast<size_t>(i_layer)].data();
+  }
+  const uint8_t* index_keys(int32_t i_layer) const {  // [n_slots, d_index]
+    return index_keys_[static_cast<size_t>(i_layer)].data();
+  }
+  const float* index_scales(int32_t i_layer) const {  // [n_slots]
+    return index_scales_[static_cast<size_t>(i_layer)].data();
+  }
+  size_t bytes_per_page() const { return layout_.bytes_per_page(); }
+  size_t bytes_per_token() const { return layout_.bytes_per_token(); }
 
  private:
   KvLayout layout_;
   int32_t n_pages_;
-  std::vector<std::vector<float>> data_;       // f32 storage: [n_layers][n_slots * d_row]
-  std::vector<std::vector<uint16_t>> data16_;  // bf16 storage: [n_layers][n_slots * d_row]
+  std::vector<std::vector<uint8_t>> latent_;      // [n_layers][n_slots * latent_row_bytes]
+  std::vector<std::vector<uint8_t>> index_keys_;  // [n_layers][n_slots * d_index] (V3.2)
+  std::vector<std::vector<float>> index_scales_;  // [n_layers][n_slots] (V3.2)
 };
 
 }  // namespace dss

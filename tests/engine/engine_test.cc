@@ -139,23 +139,28 @@ TEST(Engine, PrefixCacheHitComputesOnlyNewTokens) {
   expect_pages_accounted(**e);
 }
 
-// V3.2: the indexer key cache lives in the same pages, so a prefix hit reuses it too.
+// V3.2: the indexer key cache lives in the same slots, so a prefix hit reuses it too; with the
+// f32 cache and with the default ("auto" = fp8: e4m3 latent + scales, indexer keys e4m3).
 TEST(Engine, PrefixCacheHitOnV32GivesColdOutput) {
-  EngineOptions o = opts(16);
-  o.model_dir = std::string(DSS_TEST_DATA) + "/golden/tiny-v32";
-  auto e = Engine::create(o);
-  ASSERT_TRUE(e.is_ok()) << e.message();
-  Rng rng(5);
-  std::vector<TokenId> prompt(90);
-  for (auto& t : prompt) t = static_cast<TokenId>(rng.next_u64() % 2048);
-  EventCollector col;
-  auto cold = (*e)->submit(greedy(prompt, 8), col.sink());
-  col.wait_done(1);
-  auto warm = (*e)->submit(greedy(prompt, 8), col.sink());
-  col.wait_done(2);
-  EXPECT_GT(col.get(*warm).last.n_cached_prompt, 0);
-  EXPECT_EQ(col.get(*warm).tokens, col.get(*cold).tokens);
-  expect_pages_accounted(**e);
+  for (const char* dtype : {"f32", "auto"}) {
+    SCOPED_TRACE(dtype);
+    EngineOptions o = opts(16);
+    o.model_dir = std::string(DSS_TEST_DATA) + "/golden/tiny-v32";
+    o.kv_cache_dtype = dtype;
+    auto e = Engine::create(o);
+    ASSERT_TRUE(e.is_ok()) << e.message();
+    Rng rng(5);
+    std::vector<TokenId> prompt(90);
+    for (auto& t : prompt) t = static_cast<TokenId>(rng.next_u64() % 2048);
+    EventCollector col;
+    auto cold = (*e)->submit(greedy(prompt, 8), col.sink());
+    col.wait_done(1);
+    auto warm = (*e)->submit(greedy(prompt, 8), col.sink());
+    col.wait_done(2);
+    EXPECT_GT(col.get(*warm).last.n_cached_prompt, 0);
+    EXPECT_EQ(col.get(*warm).tokens, col.get(*cold).tokens);
+    expect_pages_accounted(**e);
+  }
 }
 
 TEST(Engine, CancelMidPrefillAndMidDecode) {
@@ -274,7 +279,7 @@ TEST(Engine, Bf16KvCacheBatchedEqualsAlone) {
   }
   col.wait_done(8);
   for (const auto& [id, prompt, n] : subs) {
-    SequenceRunner r(**m, static_cast<int32_t>(prompt.size()) + n, 64, 512, /*kv_bf16=*/true);
+    SequenceRunner r(**m, static_cast<int32_t>(prompt.size()) + n, 64, 512, DType::kBF16);
     std::vector<TokenId> want;
     const int32_t V = (*m)->config().n_vocab;
     auto argmax = [&](const float* lg) {

@@ -34,9 +34,9 @@ std::vector<TokenId> random_prompt(int32_t n, int32_t vocab, uint64_t seed) {
 
 // All-position logits [n, V] of one prefill.
 std::vector<float> prefill_all(const Model& m, const std::vector<TokenId>& ids, int32_t page,
-                               int32_t chunk, AttnPath path) {
+                               int32_t chunk, AttnPath path, DType kv_dtype = DType::kF32) {
   const int32_t V = m.config().n_vocab;
-  SequenceRunner r(m, static_cast<int32_t>(ids.size()), page, chunk);
+  SequenceRunner r(m, static_cast<int32_t>(ids.size()), page, chunk, kv_dtype);
   std::vector<float> out(ids.size() * static_cast<size_t>(V));
   r.prefill(
       ids, true,
@@ -137,7 +137,7 @@ TEST(ForwardInvariants, Bf16KvCacheStaysCloseToF32) {
   const int32_t V = m->config().n_vocab;
   const auto ids = random_prompt(200, V, 31);
   const auto ref = prefill_all(*m, ids, 64, 512, AttnPath::kAuto);
-  SequenceRunner r(*m, 200, 16, 64, /*kv_bf16=*/true);
+  SequenceRunner r(*m, 200, 16, 64, DType::kBF16);
   std::vector<float> got(ref.size());
   r.prefill(ids, true, [&](int32_t first, int32_t rows, const float* lg) {
     std::copy(lg, lg + static_cast<size_t>(rows) * V,
@@ -155,6 +155,82 @@ TEST(ForwardInvariants, Bf16KvCacheStaysCloseToF32) {
   EXPECT_GE(agree, 196);
   std::printf("[ bf16 KV ] max |logit diff| vs f32 cache %.4g, argmax agreement %d/200\n", md,
               agree);
+}
+
+// V3.2 already rounds the latent to e4m3 with a power-of-two scale per 128 values before caching,
+// so the fp8 layout (e4m3 codes + scales, rope key bf16) holds exactly the values the bf16 layout
+// holds: the logits must be identical, for every chunking, page size and both MLA forms. The
+// chunked / paged fp8 runs also agree with the one-shot fp8 run like the f32 ones do.
+TEST(ForwardInvariantsV32, Fp8KvCacheIsExactlyTheBf16Cache) {
+  auto m = load_tiny("tiny-v32");
+  const auto ids = random_prompt(130, m->config().n_vocab, 41);
+  const auto ref = prefill_all(*m, ids, 64, 512, AttnPath::kAuto, DType::kF8E4M3);
+  EXPECT_EQ(max_diff(prefill_all(*m, ids, 64, 512, AttnPath::kAuto, DType::kBF16), ref), 0.0f);
+  EXPECT_EQ(max_diff(prefill_all(*m, ids, 5, 1, AttnPath::kAuto, DType::kBF16),
+                     prefill_all(*m, ids, 5, 1, AttnPath::kAuto, DType::kF8E4M3)),
+            0.0f);
+  for (auto [page, chunk] : {std::pair{64, 7}, std::pair{16, 40}, std::pair{1, 130}}) {
+    SCOPED_TRACE(testing::Message() << "page " << page << " chunk " << chunk);
+    EXPECT_LE(max_diff(prefill_all(*m, ids, page, chunk, AttnPath::kAuto, DType::kF8E4M3), ref),
+              kTol);
+  }
+}
+
+// fp8 on a V3 model (kv_lora_rank 64: one partial block of 64 values) rounds the cached latent to
+// e4m3 (3 mantissa bits): a real change of numerics, unlike V3.2. The paths must still agree with
+// each other exactly as with f32 (they read the same cached values), and decode after prefill
+// equals the longer prefill.
+TEST(ForwardInvariants, Fp8KvCachePathsAgree) {
+  auto m = load_tiny();
+  const int32_t V = m->config().n_vocab;
+  const auto ids = random_prompt(131, V, 43);
+  const std::vector<TokenId> prompt(ids.begin(), ids.end() - 1);
+  const auto ref = prefill_all(*m, prompt, 64, 512, AttnPath::kAuto, DType::kF8E4M3);
+  EXPECT_LE(max_diff(prefill_all(*m, prompt, 64, 512, AttnPath::kAbsorbed, DType::kF8E4M3), ref),
+            kTol);
+  EXPECT_LE(max_diff(prefill_all(*m, prompt, 3, 32, AttnPath::kAuto, DType::kF8E4M3), ref), kTol);
+  const auto full = prefill_all(*m, ids, 64, 512, AttnPath::kAuto, DType::kF8E4M3);
+  SequenceRunner r(*m, 131, 64, 512, DType::kF8E4M3);
+  r.prefill(prompt, false, nullptr);
+  const float* lg = r.decode(ids.back());
+  EXPECT_LE(
+      max_diff(std::vector<float>(lg, lg + V), std::vector<float>(full.end() - V, full.end())),
+      kTol);
+  const auto f32 = prefill_all(*m, prompt, 64, 512, AttnPath::kAuto);
+  int agree = 0;
+  for (size_t t = 0; t < prompt.size(); ++t) {
+    const float* a = f32.data() + t * V;
+    const float* b = ref.data() + t * V;
+    agree += (std::max_element(a, a + V) - a) == (std::max_element(b, b + V) - b);
+  }
+  std::printf("[ fp8 KV on V3 ] max |logit diff| vs f32 cache %.4g, argmax agreement %d/%zu\n",
+              max_diff(ref, f32), agree, prompt.size());
+  EXPECT_GT(max_diff(ref, f32), 0.0f);  // the cache really is fp8
+}
+
+// Work is split over threads by rows, heads or fixed position parts, never by the thread count
+// inside one sum: decode at a context long enough for several split-K parts (> 256 positions)
+// gives bit-identical logits with 1 and 3 threads, on V3 (dense) and V3.2 (fp8 cache, sparse).
+TEST(ForwardInvariants, DecodeIsBitIdenticalAcrossThreadCounts) {
+  for (const char* name : {"tiny-v3", "tiny-v32"}) {
+    SCOPED_TRACE(name);
+    const std::string dir = std::string(DSS_TEST_DATA) + "/golden/" + name;
+    auto m1 = Model::load(LoadOptions{dir, 1});
+    auto m3 = Model::load(LoadOptions{dir, 3});
+    ASSERT_TRUE(m1.is_ok() && m3.is_ok());
+    const int32_t V = (*m1)->config().n_vocab;
+    const auto ids = random_prompt(300, V, 51);
+    std::vector<float> out[2];
+    for (int i = 0; i < 2; ++i) {
+      const Model& m = i == 0 ? **m1 : **m3;
+      SequenceRunner r(m, 303, 16, 128, m.default_kv_dtype());
+      r.prefill(ids, false, nullptr);
+      for (TokenId tok : {5, 17}) r.decode(tok);
+      const float* lg = r.decode(9);
+      out[i].assign(lg, lg + V);
+    }
+    EXPECT_EQ(out[0], out[1]);
+  }
 }
 
 TEST(ForwardInvariants, DecodeIsDeterministic) {

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
+#include <vector>
 
 namespace dss::ref {
 
@@ -71,6 +73,59 @@ void act_quant_fp8(const float* x, int64_t n_tok, int64_t n_cols, bool ue8m0, fl
         const float v = std::clamp(x[t * n_cols + c] / s, -448.0f, 448.0f);
         y[t * n_cols + c] = fp8e4m3_to_f32(f32_to_fp8e4m3(v)) * s;
       }
+    }
+  }
+}
+
+void mla_load_row(const cpu::MlaCacheView& kv, int32_t pos, float* lat, float* pe) {
+  const uint8_t* r = kv.rows + kv.slot(pos) * kv.row_bytes;
+  const int32_t R = kv.d_latent, dr = kv.d_rope;
+  auto bf16_at = [](const uint8_t* p, int32_t i) {
+    uint16_t v;
+    std::memcpy(&v, p + 2 * i, 2);
+    return bf16_to_f32(v);
+  };
+  if (kv.dtype == DType::kF32) {
+    std::memcpy(lat, r, 4 * static_cast<size_t>(R));
+    std::memcpy(pe, r + 4 * R, 4 * static_cast<size_t>(dr));
+  } else if (kv.dtype == DType::kBF16) {
+    for (int32_t i = 0; i < R; ++i) lat[i] = bf16_at(r, i);
+    for (int32_t i = 0; i < dr; ++i) pe[i] = bf16_at(r + 2 * R, i);
+  } else {
+    const int32_t nb = (R + 127) / 128;
+    for (int32_t i = 0; i < R; ++i) {
+      float s;
+      std::memcpy(&s, r + R + 4 * (i / 128), 4);
+      lat[i] = fp8e4m3_to_f32(r[i]) * s;
+    }
+    for (int32_t i = 0; i < dr; ++i) pe[i] = bf16_at(r + R + 4 * nb, i);
+  }
+}
+
+void mla_attn(const cpu::MlaCacheView& kv, const int32_t* pos, int64_t n, const float* q_lat,
+              const float* q_pe, int32_t n_heads, float scale, float* out) {
+  const int32_t R = kv.d_latent, dr = kv.d_rope;
+  std::vector<float> lat(static_cast<size_t>(n) * R), pe(static_cast<size_t>(n) * dr);
+  for (int64_t i = 0; i < n; ++i) {
+    mla_load_row(kv, pos ? pos[i] : static_cast<int32_t>(i), lat.data() + i * R,
+                 pe.data() + i * dr);
+  }
+  std::vector<double> s(static_cast<size_t>(n));
+  for (int32_t h = 0; h < n_heads; ++h) {
+    double mx = -1e300;
+    for (int64_t i = 0; i < n; ++i) {
+      double d = 0.0;
+      for (int32_t c = 0; c < R; ++c) d += static_cast<double>(q_lat[h * R + c]) * lat[i * R + c];
+      for (int32_t c = 0; c < dr; ++c) d += static_cast<double>(q_pe[h * dr + c]) * pe[i * dr + c];
+      s[static_cast<size_t>(i)] = scale * d;
+      mx = std::max(mx, s[static_cast<size_t>(i)]);
+    }
+    double sum = 0.0;
+    for (auto& v : s) sum += (v = std::exp(v - mx));
+    for (int32_t c = 0; c < R; ++c) {
+      double acc = 0.0;
+      for (int64_t i = 0; i < n; ++i) acc += s[static_cast<size_t>(i)] * lat[i * R + c];
+      out[h * R + c] = static_cast<float>(acc / sum);
     }
   }
 }

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 
+#include "kernels/cpu/mla_attn.h"  // MlaCacheView only (a plain struct)
 #include "tensor/matrix.h"
 
 namespace dss::ref {
@@ -31,5 +32,16 @@ double dot(const float* a, const float* b, int64_t n);
 // s = max(amax, 1e-4) / 448, or with ue8m0 the power of two 2^ceil(log2(max(amax, 1e-4) / 448));
 // y = e4m3_rne(clamp(x / s, -448, 448)) * s. Written from the scalar e4m3 codec of tensor/dtype.h.
 void act_quant_fp8(const float* x, int64_t n_tok, int64_t n_cols, bool ue8m0, float* y);
+
+// One cached MLA row (contract: cpu/mla_attn.h MlaCacheView) as f32, written from the scalar
+// codecs of tensor/dtype.h: lat [d_latent], pe [d_rope].
+void mla_load_row(const cpu::MlaCacheView& kv, int32_t pos, float* lat, float* pe);
+
+// Absorbed MLA attention of one query token over positions pos[0, n) (nullptr: 0 .. n-1), in
+// double with a plain (two-pass) softmax: out [n_heads, d_latent] = sum_p softmax_p(score)
+// latent(p), score_h(p) = scale * (q_lat_h . latent(p) + q_pe_h . rope(p)) (contract:
+// cpu/mla_attn.h).
+void mla_attn(const cpu::MlaCacheView& kv, const int32_t* pos, int64_t n, const float* q_lat,
+              const float* q_pe, int32_t n_heads, float scale, float* out);
 
 }  // namespace dss::ref

@@ -4,7 +4,9 @@
 //          act_quant (UE8M0, one block per key) -> e4m3 values + scale, written to the cache row;
 //   query  qI = wq_b cq per head, the same RoPE/Hadamard/act_quant per head;
 //          coef_h = weights_proj(x)_h * H^-0.5 * scale_q_h * D^-0.5;
-//   score  I(t, s) = scale_k(s) * sum_h coef_h * relu(qI8_h . kI8(s)), for s <= t;
+//   score  I(t, s) = scale_k(s) * sum_h coef_h * relu(qI8_h . kI8(s)), for s <= t, read from the
+//          cache's indexer storage ([n_slots, D] e4m3 + [n_slots] f32, kv/kv_cache.h) page run
+//          by page run;
 //   select the top min(index_topk, t + 1) positions (ties: lower position first). When every
 //   position <= t is selected (t < index_topk) the selection is dense and not materialised.
 #include <algorithm>
@@ -14,13 +16,28 @@
 #include "kernels/cpu/vec_ops.h"
 #include "model/deepseek/fp8_sim.h"
 #include "model/runtime/model.h"
+#include "tensor/dtype.h"
 
 namespace dss {
 
 namespace {
-inline int32_t slot_at(const ForwardBatch& b, int32_t i_seq, int32_t pos, int32_t page_size) {
-  return b.page_table[static_cast<size_t>(i_seq * b.max_pages + pos / page_size)] * page_size +
-         pos % page_size;
+constexpr int32_t kMaxIndexDim = 512;  // stack buffer of one decoded key (index_head_dim = 128)
+
+// scores[i] = key_scales[i] * sum_h coef[h] * max(0, q[h] . e4m3_to_f32(keys[i])), i < n.
+//   keys [n, D] e4m3 (contiguous), key_scales [n], q [HI, D] f32, coef [HI].
+// TODO(attn): switch to cpu::index_scores (kernels/cpu/indexer_score.h, same contract) once it
+// lands; this scalar loop is its stand-in.
+void index_scores(const uint8_t* keys, const float* key_scales, int64_t n, const float* q,
+                  const float* coef, int32_t HI, int32_t D, float* scores) {
+  float k[kMaxIndexDim];
+  for (int64_t i = 0; i < n; ++i) {
+    for (int32_t j = 0; j < D; ++j) k[j] = fp8e4m3_to_f32(keys[i * D + j]);
+    float acc = 0.0f;
+    for (int32_t h = 0; h < HI; ++h) {
+      acc += coef[h] * std::max(0.0f, cpu::dot(q + static_cast<size_t>(h) * D, k, D));
+    }
+    scores[i] = acc * key_scales[i];
+  }
 }
 }  // namespace
 
@@ -53,51 +70,74 @@ void Model::indexer_keys(int32_t i_layer, const ForwardBatch& b, Workspace& ws) 
   }
 }
 
-void Model::indexer_select(int32_t i_layer, const ForwardBatch& b, int32_t i_seq, int32_t d_row,
+void Model::indexer_select(int32_t i_layer, const ForwardBatch& b, int32_t i_seq, const KvCache& kv,
                            Workspace& ws) const {
   const ModelConfig& c = cfg_;
   const int32_t HI = c.index_n_heads, D = c.index_head_dim, K = c.index_topk;
-  const int32_t off = c.kv_lora_rank + c.d_rope;
+  const int32_t page_size = kv.layout().page_size;
+  DSS_CHECK(D <= kMaxIndexDim && kv.layout().d_index == D, "index_head_dim ", D);
+  const uint8_t* keys = kv.index_keys(i_layer);
+  const float* key_scales = kv.index_scales(i_layer);
+  const PageId* pages = b.page_table.data() + static_cast<size_t>(i_seq) * b.max_pages;
   const auto S = static_cast<size_t>(ws.limits.max_kv_len);
   const int32_t t_begin = b.seq_token_begin[static_cast<size_t>(i_seq)];
   const int32_t t_end = b.seq_token_begin[static_cast<size_t>(i_seq) + 1];
-  pool_->parallel_for(t_end - t_begin, 1, [&](int64_t i0, int64_t i1, int32_t i_thread) {
-    float* score = ws.idx_scores.data() + static_cast<size_t>(i_thread) * S;
-    int32_t* order = ws.idx_order.data() + static_cast<size_t>(i_thread) * S;
-    for (int64_t i = i0; i < i1; ++i) {
-      const auto t = static_cast<int32_t>(t_begin + i);
-      const int32_t pos = b.positions[static_cast<size_t>(t)];
-      if (pos + 1 <= K) {  // every causal position is selected: dense
-        ws.n_sel[static_cast<size_t>(t)] = -1;
-        continue;
-      }
-      const float* q = ws.idx_q.data() + static_cast<size_t>(t) * HI * D;
-      const float* coef = ws.idx_w.data() + static_cast<size_t>(t) * HI;
-      for (int32_t s = 0; s <= pos; ++s) {
-        const float* k = ws.kv_rows.data() + static_cast<size_t>(s) * d_row + off;
-        float acc = 0.0f;
-        for (int32_t h = 0; h < HI; ++h) {
-          acc += coef[h] * std::max(0.0f, cpu::dot(q + static_cast<size_t>(h) * D, k, D));
-        }
-        score[s] = acc * k[D];
-        order[s] = s;
-      }
-      std::partial_sort(order, order + K, order + pos + 1, [&](int32_t x, int32_t y) {
-        return score[x] > score[y] || (score[x] == score[y] && x < y);
-      });
-      int32_t* sel = ws.sel.data() + static_cast<size_t>(t) * K;
-      std::copy(order, order + K, sel);
-      std::sort(sel, sel + K);
-      ws.n_sel[static_cast<size_t>(t)] = K;
+  // Scores of token t over positions [0, pos] into score[0, pos], page run by page run, for the
+  // runs [r0, r1) (run j covers positions [j * page_size, (j + 1) * page_size)).
+  auto score_runs = [&](int32_t t, int32_t pos, int64_t r0, int64_t r1, float* score) {
+    const float* q = ws.idx_q.data() + static_cast<size_t>(t) * HI * D;
+    const float* coef = ws.idx_w.data() + static_cast<size_t>(t) * HI;
+    for (int64_t j = r0; j < r1; ++j) {
+      const auto p0 = static_cast<int32_t>(j * page_size);
+      const size_t slot0 = static_cast<size_t>(pages[j]) * page_size;
+      index_scores(keys + slot0 * D, key_scales + slot0, std::min(page_size, pos + 1 - p0), q, coef,
+                   HI, D, score + p0);
     }
-  });
+  };
+  auto select_top = [&](int32_t t, int32_t pos, const float* score, int32_t* order) {
+    for (int32_t s = 0; s <= pos; ++s) order[s] = s;
+    std::partial_sort(order, order + K, order + pos + 1, [&](int32_t x, int32_t y) {
+      return score[x] > score[y] || (score[x] == score[y] && x < y);
+    });
+    int32_t* sel = ws.sel.data() + static_cast<size_t>(t) * K;
+    std::copy(order, order + K, sel);
+    std::sort(sel, sel + K);
+    ws.n_sel[static_cast<size_t>(t)] = K;
+  };
+  if (t_end - t_begin >= pool_->n_threads()) {  // prefill: one thread per token
+    pool_->parallel_for(t_end - t_begin, 1, [&](int64_t i0, int64_t i1, int32_t i_thread) {
+      float* score = ws.idx_scores.data() + static_cast<size_t>(i_thread) * S;
+      int32_t* order = ws.idx_order.data() + static_cast<size_t>(i_thread) * S;
+      for (int64_t i = i0; i < i1; ++i) {
+        const auto t = static_cast<int32_t>(t_begin + i);
+        const int32_t pos = b.positions[static_cast<size_t>(t)];
+        ws.n_sel[static_cast<size_t>(t)] = -1;  // every causal position is selected: dense
+        if (pos + 1 <= K) continue;
+        score_runs(t, pos, 0, pos / page_size + 1, score);
+        select_top(t, pos, score, order);
+      }
+    });
+  } else {  // decode / short chunks: the page runs of each token split over the threads
+    for (int32_t t = t_begin; t < t_end; ++t) {
+      const int32_t pos = b.positions[static_cast<size_t>(t)];
+      ws.n_sel[static_cast<size_t>(t)] = -1;
+      if (pos + 1 <= K) continue;
+      pool_->parallel_for(pos / page_size + 1, std::max(1, 256 / page_size),
+                          [&](int64_t r0, int64_t r1, int32_t) {
+                            score_runs(t, pos, r0, r1, ws.idx_scores.data());
+                          });
+      select_top(t, pos, ws.idx_scores.data(), ws.idx_order.data());
+    }
+  }
   if (ws.trace != nullptr) {
     auto& layer = ws.trace->index_sel[static_cast<size_t>(i_layer)];
     for (int32_t t = t_begin; t < t_end; ++t) {
       const int32_t n = ws.n_sel[static_cast<size_t>(t)];
       const int32_t pos = b.positions[static_cast<size_t>(t)];
       if (n < 0) {
-        layer.emplace_back(ws.iota.begin(), ws.iota.begin() + pos + 1);
+        std::vector<int32_t> all(static_cast<size_t>(pos) + 1);
+        for (int32_t p = 0; p <= pos; ++p) all[static_cast<size_t>(p)] = p;
+        layer.push_back(std::move(all));
       } else {
         layer.emplace_back(ws.sel.begin() + static_cast<ptrdiff_t>(t) * K,
                            ws.sel.begin() + static_cast<ptrdiff_t>(t) * K + n);

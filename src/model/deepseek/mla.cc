@@ -1,12 +1,19 @@
-// Multi-head Latent Attention (docs/deepseek-reference.md section 2.3), both forms:
-//   naive    K/V expanded from the cached latent through kv_b ("MHA mode"), for prefill chunks;
+// Multi-head Latent Attention (docs/deepseek-reference.md section 2.3), both forms, reading the
+// paged cache in place (docs/kv_layout.md; no per-step conversion of the cached rows):
+//   naive    K/V expanded from the cached latent through kv_b ("MHA mode"), for prefill chunks:
+//            flash attention over tiles of kMlaPrefillTile cached positions, each tile expanded
+//            once for all the chunk's tokens, online softmax per (token, head);
 //   absorbed W_UK folded into the query and W_UV applied after attention, attending directly
-//            over the cached [kv_lora_rank latent ; d_rope key] rows ("MQA mode"), for decode.
+//            over the cached [kv_lora_rank latent ; d_rope key] rows ("MQA mode"), for decode:
+//            kernels/cpu/mla_attn split-K over the thread pool (flash decoding).
 // Both use softmax_scale = d_qk^-0.5 * mscale^2 and a causal mask offset by the cached length.
 #include <algorithm>
+#include <cmath>
+#include <limits>
 
 #include "base/check.h"
 #include "kernels/cpu/matmul.h"
+#include "kernels/cpu/mla_attn.h"
 #include "kernels/cpu/vec_ops.h"
 #include "model/deepseek/fp8_sim.h"
 #include "model/runtime/model.h"
@@ -14,12 +21,6 @@
 namespace dss {
 
 namespace {
-// Cache slot of position `pos` of sequence `i_seq`.
-inline int32_t slot_of(const ForwardBatch& b, int32_t i_seq, int32_t pos, int32_t page_size) {
-  const PageId page = b.page_table[static_cast<size_t>(i_seq * b.max_pages + pos / page_size)];
-  DSS_DCHECK(page != kNoPage, "no page for pos ", pos);
-  return page * page_size + pos % page_size;
-}
 // The tokens [t_begin, t_end) of sequence i_seq and its kv length after this step.
 struct SeqRange {
   int32_t t_begin, t_end, kv_len;
@@ -30,13 +31,27 @@ inline SeqRange seq_range(const ForwardBatch& b, int32_t i_seq) {
           b.seq_kv_len[static_cast<size_t>(i_seq)]};
 }
 
-// Positions token t (at position pos) attends to: the V3.2 indexer's selection, or every
-// position <= pos (ws.n_sel[t] < 0: dense). Sets n.
+// Layer i_layer of the cache as sequence i_seq's kernels see it.
+cpu::MlaCacheView cache_view(const KvCache& kv, int32_t i_layer, const ForwardBatch& b,
+                             int32_t i_seq) {
+  cpu::MlaCacheView v;
+  v.rows = kv.latent_rows(i_layer);
+  v.row_bytes = static_cast<int64_t>(kv.layout().latent_row_bytes());
+  v.dtype = kv.layout().dtype;
+  v.d_latent = kv.layout().d_latent;
+  v.d_rope = kv.layout().d_rope;
+  v.page_table = b.page_table.data() + static_cast<size_t>(i_seq) * b.max_pages;
+  v.page_size = kv.layout().page_size;
+  return v;
+}
+
+// Positions token t (at position pos) attends to: the V3.2 indexer's selection (sorted), or
+// every position <= pos (ws.n_sel[t] < 0: dense; returns nullptr). Sets n.
 inline const int32_t* attended_positions(const Workspace& ws, int32_t t, int32_t pos, int32_t topk,
                                          int32_t& n) {
   const int32_t n_sel = ws.n_sel[static_cast<size_t>(t)];
   n = n_sel < 0 ? pos + 1 : n_sel;
-  return n_sel < 0 ? ws.iota.data() : ws.sel.data() + static_cast<size_t>(t) * topk;
+  return n_sel < 0 ? nullptr : ws.sel.data() + static_cast<size_t>(t) * topk;
 }
 }  // namespace
 
@@ -60,7 +75,9 @@ void Model::mla(int32_t i_layer, const ForwardBatch& b, KvCache& kv, Workspace& 
     const float* kva = ws.kv_a.data() + static_cast<size_t>(t) * (R + c.d_rope);
     float* row = ws.kv_new.data() + static_cast<size_t>(t) * kv.layout().d_row();
     cpu::rmsnorm(kva, w.kv_a_norm, R, c.rms_eps, row);
-    if (w.has_indexer) {  // V3.2 simulates an FP8 latent cache: e4m3 per 128 values, then back
+    // V3.2 simulates an FP8 latent cache: e4m3 per 128 values, then back. (An fp8 cache stores
+    // exactly these values; on V3 with an fp8 cache, KvCache::store quantises the same way.)
+    if (w.has_indexer) {
       for (int32_t j = 0; j < R; j += 128) {
         const float s = act_quant_ue8m0(row + j, 128, row + j);
         for (int32_t k = j; k < j + 128; ++k) row[k] *= s;
@@ -79,19 +96,13 @@ void Model::mla(int32_t i_layer, const ForwardBatch& b, KvCache& kv, Workspace& 
     kv.store(i_layer, b.kv_write_slots[static_cast<size_t>(t)],
              ws.kv_new.data() + static_cast<size_t>(t) * d_row);
   }
+  // Attention reads every row, the step's own included, from the cache (what decode will see).
   for (int32_t s = 0; s < b.n_seqs(); ++s) {
-    const int32_t n_new =
-        b.seq_token_begin[static_cast<size_t>(s) + 1] - b.seq_token_begin[static_cast<size_t>(s)];
-    if (n_new == 0) continue;
-    // The sequence's cache rows as f32 (converted from the storage dtype), [kv_len, d_row].
-    const int32_t L = b.seq_kv_len[static_cast<size_t>(s)];
+    const auto [t_begin, t_end, L] = seq_range(b, s);
+    if (t_end == t_begin) continue;
     DSS_CHECK(L <= ws.limits.max_kv_len, "kv_len ", L, " > workspace ", ws.limits.max_kv_len);
-    for (int32_t p = 0; p < L; ++p) {
-      kv.load(i_layer, slot_of(b, s, p, kv.layout().page_size),
-              ws.kv_rows.data() + static_cast<size_t>(p) * d_row);
-    }
-    if (w.has_indexer) indexer_select(i_layer, b, s, d_row, ws);
-    const bool naive = path == AttnPath::kNaive || (path == AttnPath::kAuto && n_new > 1);
+    if (w.has_indexer) indexer_select(i_layer, b, s, kv, ws);
+    const bool naive = path == AttnPath::kNaive || (path == AttnPath::kAuto && t_end - t_begin > 1);
     if (naive) {
       mla_naive(i_layer, b, s, kv, ws);
     } else {
@@ -105,44 +116,89 @@ void Model::mla_naive(int32_t i_layer, const ForwardBatch& b, int32_t i_seq, con
                       Workspace& ws) const {
   const ModelConfig& c = cfg_;
   const MlaWeights& w = w_.layers[static_cast<size_t>(i_layer)].mla;
-  const int32_t H = c.n_heads, d_qk = c.d_qk(), R = c.kv_lora_rank, d_kv = c.d_nope + c.d_v;
-  const int32_t d_row = kv.layout().d_row();
+  const int32_t H = c.n_heads, d_qk = c.d_qk(), d_kv = c.d_nope + c.d_v;
+  const int32_t dr = c.d_rope, K = c.index_topk;
   const auto [t_begin, t_end, L] = seq_range(b, i_seq);  // L <= max_kv_len: checked in mla()
-  // Expand K_nope and V for every cached position: [L, H * (d_nope + d_v)].
-  for (int32_t p = 0; p < L; ++p) {
-    const float* row = ws.kv_rows.data() + static_cast<size_t>(p) * kv.layout().d_row();
-    std::copy(row, row + R, ws.lat.data() + static_cast<size_t>(p) * R);
-  }
-  mm(w.kv_b, ws.lat.data(), L, ws.kv_exp.data());
+  const int32_t n_new = t_end - t_begin, p0 = L - n_new;
+  const cpu::MlaCacheView view = cache_view(kv, i_layer, b, i_seq);
   const float scale = c.softmax_scale();
-  const int32_t p0 = L - (t_end - t_begin);
-  const size_t S = static_cast<size_t>(ws.limits.max_kv_len);
-  pool_->parallel_for(H, 1, [&](int64_t h0, int64_t h1, int32_t i_thread) {
-    for (int32_t t = t_begin; t < t_end; ++t) {
-      const int32_t pos = p0 + (t - t_begin);
-      DSS_DCHECK(pos == b.positions[static_cast<size_t>(t)], "position mismatch");
-      for (auto h = static_cast<int32_t>(h0); h < h1; ++h) {
-        const float* q = ws.q.data() + (static_cast<size_t>(t) * H + h) * d_qk;
-        float* sc = ws.scores.data() + static_cast<size_t>(i_thread) * S;
-        int32_t n_ps = 0;
-        const int32_t* ps = attended_positions(ws, t, pos, c.index_topk, n_ps);
-        for (int32_t i = 0; i < n_ps; ++i) {
-          const int32_t p = ps[i];
-          const float* k_nope = ws.kv_exp.data() + (static_cast<size_t>(p) * H + h) * d_kv;
-          const float* k_pe = ws.kv_rows.data() + static_cast<size_t>(p) * d_row + R;
-          sc[i] = scale * (cpu::dot(q, k_nope, c.d_nope) + cpu::dot(q + c.d_nope, k_pe, c.d_rope));
-        }
-        cpu::softmax(sc, n_ps);
-        float* o = ws.attn.data() + (static_cast<size_t>(t) * H + h) * c.d_v;
-        std::fill(o, o + c.d_v, 0.0f);
-        for (int32_t i = 0; i < n_ps; ++i) {
-          cpu::axpy(sc[i],
-                    ws.kv_exp.data() + (static_cast<size_t>(ps[i]) * H + h) * d_kv + c.d_nope, o,
-                    c.d_v);
-        }
-      }
+  constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+  constexpr int32_t kTile = kMlaPrefillTile;
+  // Tiles some token attends to (dense tokens: every tile up to their position).
+  const int32_t n_tiles = (L + kTile - 1) / kTile;
+  std::fill(ws.tile_used.begin(), ws.tile_used.begin() + n_tiles, uint8_t{0});
+  int32_t dense_end = 0;  // tiles [0, dense_end) are used by some dense token
+  for (int32_t t = t_begin; t < t_end; ++t) {
+    const int32_t pos = p0 + (t - t_begin);
+    DSS_DCHECK(pos == b.positions[static_cast<size_t>(t)], "position mismatch");
+    int32_t n = 0;
+    const int32_t* ps = attended_positions(ws, t, pos, K, n);
+    if (ps == nullptr) {
+      dense_end = std::max(dense_end, pos / kTile + 1);
+    } else {
+      for (int32_t i = 0; i < n; ++i) ws.tile_used[static_cast<size_t>(ps[i] / kTile)] = 1;
     }
-  });
+    std::fill_n(ws.run_m.data() + static_cast<size_t>(t) * H, H, kNegInf);
+    std::fill_n(ws.run_l.data() + static_cast<size_t>(t) * H, H, 0.0f);
+    std::fill_n(ws.attn.data() + static_cast<size_t>(t) * H * c.d_v, H * c.d_v, 0.0f);
+  }
+  for (int32_t k = 0; k < n_tiles; ++k) {
+    if (k >= dense_end && ws.tile_used[static_cast<size_t>(k)] == 0) continue;
+    const int32_t q0 = k * kTile, nt = std::min(kTile, L - q0);
+    cpu::mla_load_rows(view, nullptr, q0, nt, ws.tile_lat.data(), ws.tile_pe.data());
+    mm(w.kv_b, ws.tile_lat.data(), nt, ws.tile_kv.data());  // [nt, H * (d_nope + d_v)]
+    // Every (token, head) pair folds this tile into its online softmax.
+    pool_->parallel_for(
+        static_cast<int64_t>(n_new) * H, 1, [&](int64_t i0, int64_t i1, int32_t i_thread) {
+          float* sc = ws.scores.data() + static_cast<size_t>(i_thread) * kTile;
+          for (int64_t i = i0; i < i1; ++i) {
+            const auto t = static_cast<int32_t>(t_begin + i / H), h = static_cast<int32_t>(i % H);
+            const int32_t pos = p0 + (t - t_begin);
+            if (pos < q0) continue;
+            int32_t n = 0;
+            const int32_t* ps = attended_positions(ws, t, pos, K, n);
+            // Attended positions inside the tile: [q0, j_end) dense, or a run of the selection.
+            const int32_t* s_begin = ps ? std::lower_bound(ps, ps + n, q0) : nullptr;
+            const int32_t* s_end = ps ? std::lower_bound(s_begin, ps + n, q0 + nt) : nullptr;
+            const int32_t n_att =
+                ps ? static_cast<int32_t>(s_end - s_begin) : std::min(nt, pos + 1 - q0);
+            if (n_att == 0) continue;
+            const float* q = ws.q.data() + (static_cast<size_t>(t) * H + h) * d_qk;
+            float mx = kNegInf;
+            for (int32_t a = 0; a < n_att; ++a) {
+              const int32_t j = (ps ? s_begin[a] : q0 + a) - q0;
+              const float* k_nope = ws.tile_kv.data() + (static_cast<size_t>(j) * H + h) * d_kv;
+              const float* k_pe = ws.tile_pe.data() + static_cast<size_t>(j) * dr;
+              sc[a] = scale * (cpu::dot(q, k_nope, c.d_nope) + cpu::dot(q + c.d_nope, k_pe, dr));
+              mx = std::max(mx, sc[a]);
+            }
+            float& m = ws.run_m[static_cast<size_t>(t) * H + h];
+            float& l = ws.run_l[static_cast<size_t>(t) * H + h];
+            float* o = ws.attn.data() + (static_cast<size_t>(t) * H + h) * c.d_v;
+            const float m_new = std::max(m, mx);
+            if (m != kNegInf && m_new > m) {
+              const float corr = std::exp(m - m_new);
+              l *= corr;
+              for (int32_t d = 0; d < c.d_v; ++d) o[d] *= corr;
+            }
+            m = m_new;
+            for (int32_t a = 0; a < n_att; ++a) {
+              const int32_t j = (ps ? s_begin[a] : q0 + a) - q0;
+              const float p = std::exp(sc[a] - m_new);
+              l += p;
+              cpu::axpy(p, ws.tile_kv.data() + (static_cast<size_t>(j) * H + h) * d_kv + c.d_nope,
+                        o, c.d_v);
+            }
+          }
+        });
+  }
+  for (int32_t t = t_begin; t < t_end; ++t) {
+    for (int32_t h = 0; h < H; ++h) {
+      const float inv = 1.0f / ws.run_l[static_cast<size_t>(t) * H + h];
+      float* o = ws.attn.data() + (static_cast<size_t>(t) * H + h) * c.d_v;
+      for (int32_t d = 0; d < c.d_v; ++d) o[d] *= inv;
+    }
+  }
 }
 
 void Model::mla_absorbed(int32_t i_layer, const ForwardBatch& b, int32_t i_seq, const KvCache& kv,
@@ -150,41 +206,55 @@ void Model::mla_absorbed(int32_t i_layer, const ForwardBatch& b, int32_t i_seq, 
   const ModelConfig& c = cfg_;
   const MlaWeights& w = w_.layers[static_cast<size_t>(i_layer)].mla;
   const int32_t H = c.n_heads, d_qk = c.d_qk(), R = c.kv_lora_rank, d_kv = c.d_nope + c.d_v;
-  const int32_t d_row = kv.layout().d_row();
+  const int32_t dr = c.d_rope;
   const auto [t_begin, t_end, L] = seq_range(b, i_seq);  // L <= max_kv_len: checked in mla()
+  const cpu::MlaCacheView view = cache_view(kv, i_layer, b, i_seq);
   const float scale = c.softmax_scale();
   const int32_t p0 = L - (t_end - t_begin);
-  const size_t S = static_cast<size_t>(ws.limits.max_kv_len);
-  pool_->parallel_for(H, 1, [&](int64_t h0, int64_t h1, int32_t i_thread) {
-    float* q_abs = ws.q_abs.data() + static_cast<size_t>(i_thread) * R;
-    float* o_lat = ws.o_lat.data() + static_cast<size_t>(i_thread) * R;
-    for (int32_t t = t_begin; t < t_end; ++t) {
-      const int32_t pos = p0 + (t - t_begin);
+  const auto n_scratch = static_cast<size_t>(cpu::mla_attn_scratch_floats(H, R, dr));
+  for (int32_t t = t_begin; t < t_end; ++t) {
+    const int32_t pos = p0 + (t - t_begin);
+    // q_lat_h = W_UK_h^T q_nope_h  (R), q_pe_h copied contiguous.
+    pool_->parallel_for(H, 1, [&](int64_t h0, int64_t h1, int32_t) {
       for (auto h = static_cast<int32_t>(h0); h < h1; ++h) {
         const float* q = ws.q.data() + (static_cast<size_t>(t) * H + h) * d_qk;
         const float* w_head = w.kv_b_f32.data() + static_cast<size_t>(h) * d_kv * R;  // [d_kv, R]
-        // q_abs = W_UK_h^T q_nope  (R)
-        std::fill(q_abs, q_abs + R, 0.0f);
+        float* q_lat = ws.q_lat.data() + static_cast<size_t>(h) * R;
+        std::fill(q_lat, q_lat + R, 0.0f);
         for (int32_t j = 0; j < c.d_nope; ++j)
-          cpu::axpy(q[j], w_head + static_cast<size_t>(j) * R, q_abs, R);
-        float* sc = ws.scores.data() + static_cast<size_t>(i_thread) * S;
-        int32_t n_ps = 0;
-        const int32_t* ps = attended_positions(ws, t, pos, c.index_topk, n_ps);
-        for (int32_t i = 0; i < n_ps; ++i) {
-          const float* row = ws.kv_rows.data() + static_cast<size_t>(ps[i]) * d_row;
-          sc[i] = scale * (cpu::dot(q_abs, row, R) + cpu::dot(q + c.d_nope, row + R, c.d_rope));
-        }
-        cpu::softmax(sc, n_ps);
-        std::fill(o_lat, o_lat + R, 0.0f);
-        for (int32_t i = 0; i < n_ps; ++i)
-          cpu::axpy(sc[i], ws.kv_rows.data() + static_cast<size_t>(ps[i]) * d_row, o_lat, R);
-        // o_h = W_UV_h o_lat  (d_v)
+          cpu::axpy(q[j], w_head + static_cast<size_t>(j) * R, q_lat, R);
+        std::copy(q + c.d_nope, q + d_qk, ws.q_pe.data() + static_cast<size_t>(h) * dr);
+      }
+    });
+    // Split-K over the attended positions in parts that depend only on n (never on the thread
+    // count), merged in part order: the result is bit-identical for any number of threads.
+    int32_t n = 0;
+    const int32_t* ps = attended_positions(ws, t, pos, c.index_topk, n);
+    const int32_t n_parts = std::min(kMlaDecodeMaxParts, (n + kMlaDecodePart - 1) / kMlaDecodePart);
+    const int32_t part = (n + n_parts - 1) / n_parts;
+    pool_->parallel_for(n_parts, 1, [&](int64_t i0, int64_t i1, int32_t i_thread) {
+      float* scratch = ws.attn_scratch.data() + static_cast<size_t>(i_thread) * n_scratch;
+      for (int64_t i = i0; i < i1; ++i) {
+        const auto ip = static_cast<size_t>(i);
+        cpu::mla_attn_partial(view, ps, i * part, std::min<int64_t>(n, (i + 1) * part),
+                              ws.q_lat.data(), ws.q_pe.data(), H, scale, scratch,
+                              ws.part_m.data() + ip * H, ws.part_l.data() + ip * H,
+                              ws.part_o.data() + ip * H * R);
+      }
+    });
+    cpu::mla_attn_merge(n_parts, ws.part_m.data(), ws.part_l.data(), ws.part_o.data(), H, R,
+                        ws.o_lat.data());
+    // o_h = W_UV_h o_lat_h  (d_v)
+    pool_->parallel_for(H, 1, [&](int64_t h0, int64_t h1, int32_t) {
+      for (auto h = static_cast<int32_t>(h0); h < h1; ++h) {
+        const float* w_head = w.kv_b_f32.data() + static_cast<size_t>(h) * d_kv * R;
+        const float* o_lat = ws.o_lat.data() + static_cast<size_t>(h) * R;
         float* o = ws.attn.data() + (static_cast<size_t>(t) * H + h) * c.d_v;
         for (int32_t j = 0; j < c.d_v; ++j)
           o[j] = cpu::dot(w_head + static_cast<size_t>(c.d_nope + j) * R, o_lat, R);
       }
-    }
-  });
+    });
+  }
 }
 
 }  // namespace dss

@@ -45,13 +45,17 @@ Result<std::unique_ptr<Model>> Model::load(const LoadOptions& opts) {
   return m;
 }
 
-KvLayout Model::kv_layout(int32_t page_size, bool bf16) const {
+KvLayout Model::kv_layout(int32_t page_size, DType dtype) const {
   return KvLayout{cfg_.n_layers,
                   cfg_.kv_lora_rank,
                   cfg_.d_rope,
                   page_size,
                   cfg_.arch == ModelArch::kDeepseekV32 ? cfg_.index_head_dim : 0,
-                  bf16};
+                  dtype};
+}
+
+DType Model::default_kv_dtype() const {
+  return cfg_.arch == ModelArch::kDeepseekV32 ? DType::kF8E4M3 : DType::kBF16;
 }
 
 void Model::forward(const ForwardBatch& b, KvCache& kv, Workspace& ws, float* logits,

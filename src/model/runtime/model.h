@@ -44,7 +44,10 @@ class Model {
   const ModelConfig& config() const { return cfg_; }
   const ModelWeights& weights() const { return w_; }
   const Checkpoint& checkpoint() const { return ck_; }
-  KvLayout kv_layout(int32_t page_size, bool bf16 = false) const;
+  // The cache layout for this model with latent storage `dtype` (kF32 | kBF16 | kF8E4M3).
+  KvLayout kv_layout(int32_t page_size, DType dtype = DType::kF32) const;
+  // --kv-cache-dtype default: fp8 for V3.2 (the layout its reference simulates), bf16 otherwise.
+  DType default_kv_dtype() const;
   int32_t n_threads() const { return pool_->n_threads(); }
   bool act_quant_fp8() const { return act_quant_fp8_; }
   ThreadPool& pool() const { return *pool_; }
@@ -68,9 +71,9 @@ class Model {
   // The experts one at a time through ffn() (the W8A8 path); ws.expert_* already bucketed.
   void moe_per_expert(const MoeWeights& m, int32_t n_tok, Workspace& ws) const;
   // V3.2 indexer: keys (cache) and query scores for the step's tokens, then per-token selections.
-  // Keys go into ws.kv_new (the step's new rows); selection reads ws.kv_rows (one sequence).
+  // Keys go into ws.kv_new (the step's new rows); selection reads the cache's indexer keys.
   void indexer_keys(int32_t i_layer, const ForwardBatch& b, Workspace& ws) const;
-  void indexer_select(int32_t i_layer, const ForwardBatch& b, int32_t i_seq, int32_t d_row,
+  void indexer_select(int32_t i_layer, const ForwardBatch& b, int32_t i_seq, const KvCache& kv,
                       Workspace& ws) const;
 
   ModelConfig cfg_;

@@ -13,12 +13,12 @@ int32_t n_pages_for(int32_t max_len, int32_t page_size) {
 }  // namespace
 
 SequenceRunner::SequenceRunner(const Model& model, int32_t max_len, int32_t page_size,
-                               int32_t max_chunk, bool kv_bf16)
+                               int32_t max_chunk, DType kv_dtype)
     : model_(model),
       max_len_(max_len),
       page_size_(page_size),
       max_chunk_(std::min(max_chunk, max_len)),
-      kv_(model.kv_layout(page_size, kv_bf16), n_pages_for(max_len, page_size)),
+      kv_(model.kv_layout(page_size, kv_dtype), n_pages_for(max_len, page_size)),
       ws_(model.config(),
           WorkspaceLimits{std::min(max_chunk, max_len), max_len, std::min(max_chunk, max_len),
                           model.n_threads(), model.act_quant_fp8()}) {

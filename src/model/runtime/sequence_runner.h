@@ -17,9 +17,9 @@ class SequenceRunner {
   // on_logits(first_position, n_rows, logits [n_rows, n_vocab]) for each chunk.
   using LogitsFn = std::function<void(int32_t, int32_t, const float*)>;
 
-  // kv_bf16: store the cache in bf16 (as the engine does by default) instead of f32.
+  // kv_dtype: the cache's latent storage (kF32 | kBF16 | kF8E4M3; docs/kv_layout.md).
   SequenceRunner(const Model& model, int32_t max_len, int32_t page_size = 64,
-                 int32_t max_chunk = 512, bool kv_bf16 = false);
+                 int32_t max_chunk = 512, DType kv_dtype = DType::kF32);
 
   // Appends `tokens`; with all_logits, logits for every new position, else for the last only.
   void prefill(std::span<const TokenId> tokens, bool all_logits, const LogitsFn& on_logits,

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "kernels/cpu/mla_attn.h"
+
 namespace dss {
 
 Workspace::Workspace(const ModelConfig& c, const WorkspaceLimits& lim) : limits(lim) {
@@ -19,14 +21,26 @@ Workspace::Workspace(const ModelConfig& c, const WorkspaceLimits& lim) : limits(
   rope_sin.resize(static_cast<size_t>(c.d_rope / 2));
   const size_t d_row = static_cast<size_t>(c.kv_lora_rank + c.d_rope) +
                        (c.index_head_dim > 0 ? static_cast<size_t>(c.index_head_dim) + 1 : 0);
-  kv_new.resize(T * d_row);
-  kv_rows.resize(S * d_row);
-  lat.resize(S * static_cast<size_t>(c.kv_lora_rank));
-  kv_exp.resize(S * static_cast<size_t>(c.n_heads * (c.d_nope + c.d_v)));
+  const auto H = static_cast<size_t>(c.n_heads), R = static_cast<size_t>(c.kv_lora_rank);
+  const auto dr = static_cast<size_t>(c.d_rope), tile = static_cast<size_t>(kMlaPrefillTile);
   const auto nt = static_cast<size_t>(std::max(1, lim.n_threads));
-  scores.resize(nt * S);
-  q_abs.resize(nt * static_cast<size_t>(c.kv_lora_rank));
-  o_lat.resize(nt * static_cast<size_t>(c.kv_lora_rank));
+  kv_new.resize(T * d_row);
+  q_lat.resize(H * R);
+  q_pe.resize(H * dr);
+  o_lat.resize(H * R);
+  const auto n_parts = static_cast<size_t>(kMlaDecodeMaxParts);
+  part_m.resize(n_parts * H);
+  part_l.resize(n_parts * H);
+  part_o.resize(n_parts * H * R);
+  attn_scratch.resize(
+      nt * static_cast<size_t>(cpu::mla_attn_scratch_floats(c.n_heads, c.kv_lora_rank, c.d_rope)));
+  tile_lat.resize(tile * R);
+  tile_pe.resize(tile * dr);
+  tile_kv.resize(tile * H * static_cast<size_t>(c.d_nope + c.d_v));
+  run_m.resize(T * H);
+  run_l.resize(T * H);
+  scores.resize(nt * tile);
+  tile_used.resize(S / tile + 1);
   const size_t ff =
       static_cast<size_t>(std::max(c.d_ff, std::max(c.n_shared_experts, 1) * c.d_ff_expert));
   // Dense FFN: [T, ff]; MoE: the routed experts' rows [T * k, d_ff_expert] then the shared [T, ff].
@@ -50,7 +64,7 @@ Workspace::Workspace(const ModelConfig& c, const WorkspaceLimits& lim) : limits(
   if (lim.act_quant) {
     const size_t widest = std::max(
         {d, static_cast<size_t>(c.q_lora_rank), static_cast<size_t>(c.n_heads * c.d_v), ff});
-    act_q.resize(std::max(T * widest, S * static_cast<size_t>(c.kv_lora_rank)));
+    act_q.resize(std::max(T * widest, tile * R));
   }
   if (c.index_n_heads > 0) {
     idx_q.resize(T * static_cast<size_t>(c.index_n_heads * c.index_head_dim));
@@ -61,8 +75,6 @@ Workspace::Workspace(const ModelConfig& c, const WorkspaceLimits& lim) : limits(
     sel.resize(T * static_cast<size_t>(c.index_topk));
   }
   n_sel.assign(T, -1);
-  iota.resize(S);
-  for (size_t i = 0; i < S; ++i) iota[i] = static_cast<int32_t>(i);
 }
 
 }  // namespace dss

@@ -9,6 +9,16 @@
 
 namespace dss {
 
+// Cached positions per tile of the naive (prefill) MLA form: K/V are expanded through kv_b one
+// tile at a time, never for the whole context.
+inline constexpr int32_t kMlaPrefillTile = 128;
+
+// Decode (absorbed) split-K: the attended positions are cut into min(kMlaDecodeMaxParts,
+// ceil(n / kMlaDecodePart)) equal parts, a function of n only, so results do not depend on the
+// thread count; the parts are spread over the pool and merged in order.
+inline constexpr int32_t kMlaDecodePart = 256;
+inline constexpr int32_t kMlaDecodeMaxParts = 64;
+
 struct WorkspaceLimits {
   int32_t max_tokens = 1;      // tokens per forward step
   int32_t max_kv_len = 1;      // longest sequence (cached + new) attended to
@@ -35,13 +45,22 @@ struct Workspace {
   std::vector<float> kv_a;                // kv_lora_rank + d_rope
   std::vector<float> attn;                // n_heads * d_v
   std::vector<float> rope_cos, rope_sin;  // d_rope / 2
-  // Attention scratch.
-  std::vector<float> kv_new;        // [max_tokens, d_row] the step's new cache rows (f32)
-  std::vector<float> kv_rows;       // [max_kv_len, d_row] one sequence's cache rows as f32
-  std::vector<float> lat;           // [max_kv_len, kv_lora_rank] gathered latents (naive)
-  std::vector<float> kv_exp;        // [max_kv_len, n_heads * (d_nope + d_v)] (naive)
-  std::vector<float> scores;        // [n_threads, max_kv_len]
-  std::vector<float> q_abs, o_lat;  // [n_threads, kv_lora_rank] (absorbed)
+  // Attention scratch. Attention reads the paged cache in place (kernels/cpu/mla_attn.h); nothing
+  // here grows with the context except the indexer's per-position scores and the tile flags.
+  std::vector<float>
+      kv_new;  // [max_tokens, d_row] the step's new cache rows (f32, KvLayout::d_row)
+  // Absorbed (decode) form, one query token at a time, split-K over at most kMlaDecodeMaxParts:
+  std::vector<float> q_lat, q_pe;     // [n_heads, kv_lora_rank], [n_heads, d_rope]
+  std::vector<float> o_lat;           // [n_heads, kv_lora_rank] merged latent output
+  std::vector<float> part_m, part_l;  // [kMlaDecodeMaxParts, n_heads] partial max / sum
+  std::vector<float> part_o;          // [kMlaDecodeMaxParts, n_heads, kv_lora_rank]
+  std::vector<float> attn_scratch;    // [n_threads, cpu::mla_attn_scratch_floats]
+  // Naive (prefill) form, flash attention over tiles of kMlaPrefillTile cached positions:
+  std::vector<float> tile_lat, tile_pe;  // [tile, kv_lora_rank], [tile, d_rope] decoded rows
+  std::vector<float> tile_kv;            // [tile, n_heads * (d_nope + d_v)] K_nope/V of the tile
+  std::vector<float> run_m, run_l;       // [max_tokens, n_heads] online softmax max / sum
+  std::vector<float> scores;             // [n_threads, tile]
+  std::vector<uint8_t> tile_used;        // [max_kv_len / tile + 1] tiles some token attends to
   // FFN / MoE scratch.
   // gate, up: dense FFN [max_tokens, d_ff]; MoE: routed rows in bucket order
   // [max_tokens * n_experts_per_tok, d_ff_expert], then the shared expert's [max_tokens, ...].
@@ -59,8 +78,8 @@ struct Workspace {
   std::vector<float> ye;            // xe's rows, then the shared expert's [max_tokens, d_model]
   std::vector<float> logit_in;      // [max_logit_rows, d_model]
   // W8A8 (limits.act_quant only): a matmul input quantised to e4m3 and back,
-  // [max(max_tokens * widest matmul input, max_kv_len * kv_lora_rank)] (kv_b runs over all
-  // cached positions in the naive MLA form).
+  // [max(max_tokens * widest matmul input, kMlaPrefillTile * kv_lora_rank)] (kv_b runs over one
+  // tile of cached positions in the naive MLA form).
   std::vector<float> act_q;
   // V3.2 indexer scratch.
   std::vector<float> idx_q;        // [max_tokens, index_n_heads * index_head_dim]
@@ -70,7 +89,6 @@ struct Workspace {
   std::vector<int32_t> idx_order;  // [n_threads, max_kv_len]
   std::vector<int32_t> sel;        // [max_tokens, index_topk] selected positions (sorted)
   std::vector<int32_t> n_sel;      // [max_tokens]; -1: every position <= the token's own
-  std::vector<int32_t> iota;       // [max_kv_len] = 0, 1, 2, ...
   ForwardTrace* trace = nullptr;   // tests only: record routing and index decisions
 };
 

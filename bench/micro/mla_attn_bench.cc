@@ -1,0 +1,66 @@
+// Absorbed MLA decode attention (kernels/cpu/mla_attn.h) over a paged cache with the 671B shapes
+// (kv_lora_rank 512, rope 64), one query token, one thread, for each storage dtype and a few head
+// counts. Reports bytes of cache rows read per second (compare with roofline_bench's single-thread
+// read bandwidth) and FLOP/s (2 * H * (R + r) for the scores + 2 * H * R for the output, per row):
+// with many heads the kernel is compute bound, as FlashMLA's is on GPUs. The cache (8192 positions,
+// 5-19 MiB) mostly exceeds L2, so the rows stream from L3/DRAM.
+#include <benchmark/benchmark.h>
+
+#include <numeric>
+#include <vector>
+
+#include "base/rng.h"
+#include "kernels/cpu/mla_attn.h"
+#include "kv/kv_cache.h"
+
+namespace dss {
+namespace {
+
+constexpr int32_t kR = 512, kRope = 64, kPage = 64, kPositions = 8192;
+
+void BM_MlaAttnDecode(benchmark::State& bs) {
+  const auto dtype = static_cast<DType>(bs.range(0));
+  const auto H = static_cast<int32_t>(bs.range(1));
+  KvCache kv(KvLayout{1, kR, kRope, kPage, 0, dtype}, kPositions / kPage);
+  Rng rng(1);
+  std::vector<float> row(kR + kRope);
+  for (int32_t s = 0; s < kPositions; ++s) {
+    for (float& x : row) x = rng.normal();
+    kv.store(0, s, row.data());
+  }
+  std::vector<int32_t> pages(kPositions / kPage);
+  std::iota(pages.rbegin(), pages.rend(), 0);  // reversed: non-contiguous page order
+  cpu::MlaCacheView v{kv.latent_rows(0),
+                      static_cast<int64_t>(kv.layout().latent_row_bytes()),
+                      dtype,
+                      kR,
+                      kRope,
+                      pages.data(),
+                      kPage};
+  std::vector<float> q_lat(static_cast<size_t>(H) * kR), q_pe(static_cast<size_t>(H) * kRope);
+  for (float& x : q_lat) x = 0.05f * rng.normal();
+  for (float& x : q_pe) x = 0.05f * rng.normal();
+  std::vector<float> scratch(static_cast<size_t>(cpu::mla_attn_scratch_floats(H, kR, kRope)));
+  std::vector<float> m(H), l(H), o(static_cast<size_t>(H) * kR);
+  for (auto _ : bs) {
+    cpu::mla_attn_partial(v, nullptr, 0, kPositions, q_lat.data(), q_pe.data(), H, 0.1f,
+                          scratch.data(), m.data(), l.data(), o.data());
+    benchmark::DoNotOptimize(o.data());
+  }
+  const double rows = static_cast<double>(bs.iterations()) * kPositions;
+  bs.SetBytesProcessed(static_cast<int64_t>(rows) *
+                       static_cast<int64_t>(kv.layout().latent_row_bytes()));
+  bs.counters["FLOP/s"] =
+      benchmark::Counter(rows * 2.0 * H * (2 * kR + kRope), benchmark::Counter::kIsRate);
+  bs.SetLabel(kv_dtype_name(dtype));
+}
+BENCHMARK(BM_MlaAttnDecode)
+    ->ArgsProduct({{static_cast<int64_t>(DType::kF32), static_cast<int64_t>(DType::kBF16),
+                    static_cast<int64_t>(DType::kF8E4M3)},
+                   {1, 16, 128}})
+    ->Unit(benchmark::kMillisecond);
+
+}  // namespace
+}  // namespace dss
+
+BENCHMARK_MAIN();

@@ -1,0 +1,147 @@
+// kernels/cpu/mla_attn vs kernels/ref on every compiled Highway target this CPU supports: rows
+// written by the real KvCache (f32, bf16, fp8 layouts) behind a shuffled page table, dense and
+// sparse position lists, one to several split-K parts merged. Row decoding must be exact; the
+// attention output within 2e-5 relative RMS of the double-precision reference (f32 sums in a
+// different order, std::exp in both).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <vector>
+
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "tests/kernels/mla_attn_test.cc"
+#include "hwy/foreach_target.h"  // IWYU pragma: keep
+#include "hwy/highway.h"
+#include "hwy/tests/hwy_gtest.h"
+#include "kernels/cpu/mla_attn-inl.h"
+
+#ifndef DSS_TESTS_KERNELS_MLA_ATTN_TEST_HELPERS_
+#define DSS_TESTS_KERNELS_MLA_ATTN_TEST_HELPERS_
+#include "base/rng.h"
+#include "kernels/ref/ref_kernels.h"
+#include "kv/kv_cache.h"
+namespace dss::test {
+// A one-layer cache of n_pos positions with random rows, and its view through a shuffled page
+// table (pages handed out in a scrambled order).
+struct PagedRows {
+  PagedRows(DType dtype, int32_t R, int32_t dr, int32_t page, int32_t n_pos, dss::Rng& rng)
+      : kv(KvLayout{1, R, dr, page, 0, dtype}, (n_pos + page - 1) / page + 2) {
+    const int32_t n_pages = kv.n_pages();
+    pages.resize(static_cast<size_t>(n_pages));
+    std::iota(pages.begin(), pages.end(), 0);
+    for (int32_t i = n_pages - 1; i > 0; --i) {
+      std::swap(pages[static_cast<size_t>(i)],
+                pages[rng.next_u64() % static_cast<uint64_t>(i + 1)]);
+    }
+    std::vector<float> row(static_cast<size_t>(R + dr));
+    for (int32_t p = 0; p < n_pos; ++p) {
+      // Blocks of very different magnitude so the fp8 scales differ per block.
+      for (int32_t i = 0; i < R + dr; ++i) {
+        row[static_cast<size_t>(i)] =
+            rng.normal() * (i < R ? std::ldexp(1.0f, (i / 128) * 3 - 2) : 1.0f);
+      }
+      kv.store(0, pages[static_cast<size_t>(p / page)] * page + p % page, row.data());
+    }
+    view.rows = kv.latent_rows(0);
+    view.row_bytes = static_cast<int64_t>(kv.layout().latent_row_bytes());
+    view.dtype = dtype;
+    view.d_latent = R;
+    view.d_rope = dr;
+    view.page_table = pages.data();
+    view.page_size = page;
+  }
+  KvCache kv;
+  std::vector<int32_t> pages;
+  cpu::MlaCacheView view;
+};
+inline double rel_rms(const std::vector<float>& got, const std::vector<float>& want) {
+  double num = 0.0, den = 1e-30;
+  for (size_t i = 0; i < got.size(); ++i) {
+    num += (static_cast<double>(got[i]) - want[i]) * (static_cast<double>(got[i]) - want[i]);
+    den += static_cast<double>(want[i]) * want[i];
+  }
+  return std::sqrt(num / den);
+}
+}  // namespace dss::test
+#endif
+
+HWY_BEFORE_NAMESPACE();
+namespace dss::cpu::HWY_NAMESPACE {
+
+void TestMlaLoadRowsExact() {
+  Rng rng(1);
+  for (DType dt : {DType::kF32, DType::kBF16, DType::kF8E4M3}) {
+    for (int32_t R : {64, 200, 512}) {
+      test::PagedRows pr(dt, R, 16, 7, 40, rng);
+      std::vector<float> lat(40 * static_cast<size_t>(R)), pe(40 * 16);
+      MlaLoadRows(pr.view, nullptr, 0, 40, lat.data(), pe.data());
+      std::vector<float> rl(static_cast<size_t>(R)), rp(16);
+      for (int32_t p = 0; p < 40; ++p) {
+        ref::mla_load_row(pr.view, p, rl.data(), rp.data());
+        for (int32_t i = 0; i < R; ++i)
+          ASSERT_EQ(lat[static_cast<size_t>(p * R + i)], rl[static_cast<size_t>(i)]) << p;
+        for (int32_t i = 0; i < 16; ++i)
+          ASSERT_EQ(pe[static_cast<size_t>(p * 16 + i)], rp[static_cast<size_t>(i)]) << p;
+      }
+    }
+  }
+}
+
+void TestMlaAttnMatchesRef() {
+  Rng rng(2);
+  for (DType dt : {DType::kF32, DType::kBF16, DType::kF8E4M3}) {
+    for (auto [R, dr, H] : {std::tuple{64, 16, 1}, std::tuple{128, 16, 8}, std::tuple{200, 8, 3},
+                            std::tuple{512, 64, 4}}) {
+      for (int32_t n_pos : {1, 5, 33, 130}) {
+        SCOPED_TRACE(testing::Message() << "dtype " << static_cast<int>(dt) << " R " << R << " H "
+                                        << H << " n " << n_pos);
+        test::PagedRows pr(dt, R, dr, 16, n_pos, rng);
+        const auto q_lat = [&] {
+          std::vector<float> v(static_cast<size_t>(H * R));
+          for (auto& x : v) x = rng.normal();
+          return v;
+        }();
+        std::vector<float> q_pe(static_cast<size_t>(H * dr));
+        for (auto& x : q_pe) x = rng.normal();
+        const float scale = 0.5f / std::sqrt(static_cast<float>(R));
+        // Dense and a sparse sorted subset.
+        std::vector<int32_t> sparse;
+        for (int32_t p = 0; p < n_pos; ++p) {
+          if (p == n_pos - 1 || rng.next_u64() % 3 == 0) sparse.push_back(p);
+        }
+        for (const bool dense : {true, false}) {
+          const int32_t* pos = dense ? nullptr : sparse.data();
+          const int64_t n = dense ? n_pos : static_cast<int64_t>(sparse.size());
+          std::vector<float> want(static_cast<size_t>(H * R));
+          ref::mla_attn(pr.view, pos, n, q_lat.data(), q_pe.data(), H, scale, want.data());
+          for (int32_t n_parts : {1, 2, 5}) {
+            std::vector<float> scratch(static_cast<size_t>(mla_attn_scratch_floats(H, R, dr)));
+            std::vector<float> m(static_cast<size_t>(n_parts * H)), l(m.size()),
+                o(static_cast<size_t>(n_parts * H * R));
+            for (int32_t i = 0; i < n_parts; ++i) {
+              MlaAttnPartial(pr.view, pos, n * i / n_parts, n * (i + 1) / n_parts, q_lat.data(),
+                             q_pe.data(), H, scale, scratch.data(), m.data() + i * H,
+                             l.data() + i * H, o.data() + static_cast<size_t>(i) * H * R);
+            }
+            std::vector<float> got(want.size());
+            MlaAttnMerge(n_parts, m.data(), l.data(), o.data(), H, R, got.data());
+            EXPECT_LE(test::rel_rms(got, want), 2e-5) << "parts " << n_parts << " dense " << dense;
+          }
+        }
+      }
+    }
+  }
+}
+
+}  // namespace dss::cpu::HWY_NAMESPACE
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace dss::cpu {
+HWY_BEFORE_TEST(MlaAttnTest);
+HWY_EXPORT_AND_TEST_P(MlaAttnTest, TestMlaLoadRowsExact);
+HWY_EXPORT_AND_TEST_P(MlaAttnTest, TestMlaAttnMatchesRef);
+}  // namespace dss::cpu
+#endif

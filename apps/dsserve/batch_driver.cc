@@ -7,14 +7,14 @@
 namespace dss::app {
 
 BatchDriver::BatchDriver(const Model& model, int32_t n_seqs, int32_t max_len, int32_t max_new,
-                         int32_t page_size, bool kv_bf16)
+                         int32_t page_size, DType kv_dtype)
     : model_(model),
       n_seqs_(n_seqs),
       max_len_(max_len),
       max_new_(std::min(max_new, max_len)),
       page_size_(page_size),
       pages_per_seq_((max_len + page_size - 1) / page_size),
-      kv_(model.kv_layout(page_size, kv_bf16), n_seqs * ((max_len + page_size - 1) / page_size)),
+      kv_(model.kv_layout(page_size, kv_dtype), n_seqs * ((max_len + page_size - 1) / page_size)),
       ws_(model.config(), WorkspaceLimits{n_seqs * std::min(max_new, max_len), max_len, n_seqs,
                                           model.n_threads(), model.act_quant_fp8()}) {
   DSS_CHECK(n_seqs >= 1 && max_len >= 1 && max_new >= 1 && page_size >= 1);

@@ -19,7 +19,7 @@ class BatchDriver {
  public:
   // max_len: tokens each sequence holds at most; max_new: new tokens per sequence per step.
   BatchDriver(const Model& model, int32_t n_seqs, int32_t max_len, int32_t max_new,
-              int32_t page_size, bool kv_bf16);
+              int32_t page_size, DType kv_dtype);
 
   // tokens: [n_seqs, n_new] row-major, sequence-major; 1 <= n_new <= max_new and
   // length() + n_new <= max_len. Returns the logits [n_seqs, n_vocab] (valid until the next step).

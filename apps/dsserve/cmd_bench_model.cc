@@ -17,11 +17,13 @@
 #include "apps/dsserve/active_bytes.h"
 #include "apps/dsserve/batch_driver.h"
 #include "apps/dsserve/commands.h"
+#include "base/check.h"
 #include "base/clock.h"
 #include "base/rng.h"
 #include "base/str_cat.h"
 #include "bench/read_bandwidth.h"
 #include "io/json.h"
+#include "kv/kv_cache.h"
 
 namespace dss::app {
 
@@ -38,7 +40,7 @@ struct BenchModelArgs {
   int32_t context_chunk = 2048;
   int32_t repetitions = 3;
   int32_t page_size = 64;
-  std::string kv_cache_dtype = "bf16";
+  std::string kv_cache_dtype = "auto";  // auto: fp8 for V3.2, bf16 for V3 (as serve)
   std::string weight_dtype;
   int64_t bandwidth_mib = 1024;
   uint64_t seed = 1234;
@@ -73,9 +75,16 @@ void progress(const char* fmt, auto... args) {
   std::fflush(stderr);
 }
 
+// The cache dtype: --kv-cache-dtype, "auto" resolving as the engine does.
+DType kv_dtype(const Model& m, const BenchModelArgs& a) {
+  DType t = m.default_kv_dtype();
+  if (a.kv_cache_dtype != "auto") DSS_CHECK(kv_dtype_from_name(a.kv_cache_dtype.c_str(), t));
+  return t;
+}
+
 // pp<n>: tok/s of one forward of n tokens on an empty cache, per repetition.
 std::vector<double> bench_prefill(const Model& m, const BenchModelArgs& a, int32_t n, Rng& rng) {
-  BatchDriver d(m, 1, n, n, a.page_size, a.kv_cache_dtype == "bf16");
+  BatchDriver d(m, 1, n, n, a.page_size, kv_dtype(m, a));
   const std::vector<TokenId> ids = random_ids(rng, static_cast<size_t>(n), m.config().n_vocab);
   std::vector<double> tok_s;
   for (int32_t rep = -1; rep < a.repetitions; ++rep) {  // rep -1: warm-up
@@ -91,7 +100,7 @@ std::vector<double> bench_prefill(const Model& m, const BenchModelArgs& a, int32
 // tg<T> at batch b: tok/s = b * T / time of T batched decode steps, per repetition.
 std::vector<double> bench_decode(const Model& m, const BenchModelArgs& a, int32_t b, Rng& rng) {
   const int32_t T = a.decode_tokens;
-  BatchDriver d(m, b, T, 1, a.page_size, a.kv_cache_dtype == "bf16");
+  BatchDriver d(m, b, T, 1, a.page_size, kv_dtype(m, a));
   const std::vector<TokenId> ids =
       random_ids(rng, static_cast<size_t>(b) * T, m.config().n_vocab);  // [T, b]
   std::vector<double> tok_s;
@@ -116,8 +125,7 @@ struct ContextResult {
 // context_steps decode steps from context c (the cache is cut back to c between repetitions).
 ContextResult bench_context(const Model& m, const BenchModelArgs& a, int32_t c, Rng& rng) {
   const int32_t steps = a.context_steps;
-  BatchDriver d(m, 1, c + steps, std::min(a.context_chunk, c), a.page_size,
-                a.kv_cache_dtype == "bf16");
+  BatchDriver d(m, 1, c + steps, std::min(a.context_chunk, c), a.page_size, kv_dtype(m, a));
   const std::vector<TokenId> ids =
       random_ids(rng, static_cast<size_t>(c) + steps, m.config().n_vocab);
   ContextResult r;
@@ -182,7 +190,7 @@ int run_bench_model(const BenchModelArgs& a) {
   j["threads"] = n_threads;
   j["repetitions"] = a.repetitions;
   j["weight_dtype"] = a.weight_dtype.empty() ? "stored" : a.weight_dtype;
-  j["kv_cache_dtype"] = a.kv_cache_dtype;
+  j["kv_cache_dtype"] = kv_dtype_name(kv_dtype(m, a));
   j["decode_tokens"] = a.decode_tokens;
   j["decode_token_ids"] = "fixed random";
   progress("bench-model: measuring read bandwidth (%d threads, %lld MiB)\n", n_threads,
@@ -235,7 +243,7 @@ int run_bench_model(const BenchModelArgs& a) {
   std::printf("model %s (%s), %d threads, weights %s, KV cache %s, %d repetitions + warm-up\n",
               a.model.c_str(), model_arch_name(c.arch).c_str(), n_threads,
               a.weight_dtype.empty() ? "as stored" : a.weight_dtype.c_str(),
-              a.kv_cache_dtype.c_str(), a.repetitions);
+              kv_dtype_name(kv_dtype(m, a)), a.repetitions);
   std::printf("read bandwidth: %.1f GB/s before, %.1f GB/s after the runs\n\n", bw_before,
               bw_after);
   std::printf("| %-14s | %15s |\n|%s|%s:|\n", "test", "tok/s", std::string(16, '-').c_str(),
@@ -294,8 +302,9 @@ void register_bench_model_command(CLI::App& app) {
   cmd->add_option("--page-size", a->page_size, "Tokens per KV-cache page")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
-  cmd->add_option("--kv-cache-dtype", a->kv_cache_dtype, "KV-cache storage: bf16 | f32")
-      ->check(CLI::IsMember({"bf16", "f32"}))
+  cmd->add_option("--kv-cache-dtype", a->kv_cache_dtype,
+                  "KV-cache storage: auto (fp8 for V3.2, bf16 for V3) | bf16 | f32 | fp8")
+      ->check(CLI::IsMember({"auto", "bf16", "f32", "fp8"}))
       ->capture_default_str();
   cmd->add_option("--weight-dtype", a->weight_dtype,
                   "Convert the linear weights at load: bf16 | fp8 | int8 (default: as stored)")

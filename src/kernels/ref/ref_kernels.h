@@ -32,4 +32,13 @@ double dot(const float* a, const float* b, int64_t n);
 // y = e4m3_rne(clamp(x / s, -448, 448)) * s. Written from the scalar e4m3 codec of tensor/dtype.h.
 void act_quant_fp8(const float* x, int64_t n_tok, int64_t n_cols, bool ue8m0, float* y);
 
+// V3.2 lightning-indexer scores (contract: cpu/indexer_score.h), double accumulation:
+// scores[i] = key_scales[i] * sum_h coef[h] * max(0, dot(q[h, :], e4m3_to_f32(keys[i, :]))).
+void index_scores(const uint8_t* keys, const float* key_scales, int64_t n, const float* q,
+                  const float* coef, int32_t HI, int32_t D, float* scores);
+
+// The k highest-scoring indices (ties -> lower index), increasing index order, by partial_sort
+// with `score[x] > score[y] || (score[x] == score[y] && x < y)` as the model first did it.
+void top_k_indices(const float* scores, int64_t n, int64_t k, int32_t* out);
+
 }  // namespace dss::ref

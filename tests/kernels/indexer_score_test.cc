@@ -70,7 +70,7 @@ void TestIndexScoresMatchRef() {
   // head-tile remainders), D with a scalar decode tail, key counts not a multiple of the key block.
   const int64_t shapes[][3] = {{1, 1, 128},   {5, 3, 20},    {13, 4, 128},  {37, 8, 128},
                                {100, 12, 64}, {29, 16, 36},  {50, 24, 128}, {41, 40, 128},
-                               {70, 64, 128}, {3, 128, 128}, {25, 8, 256}};
+                               {70, 64, 128}, {3, 128, 128}, {25, 8, 256},  {9, 8, 36}};
   for (const auto& s : shapes) {
     const int64_t n = s[0];
     const auto HI = static_cast<int32_t>(s[1]), D = static_cast<int32_t>(s[2]);

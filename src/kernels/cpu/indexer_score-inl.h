@@ -68,11 +68,13 @@ HWY_INLINE void DecodeKeys(DF df, const uint8_t* HWY_RESTRICT keys, int64_t n_ke
 
 // One tile: kH head vectors (starting at qt's column h0, coef + h0) x kK decoded keys.
 // sums [kK, Lanes] += coef * max(0, dot) per key, as vectors over heads.
-template <int kH, int kK, class DF>
-HWY_INLINE void ScoreTile(DF df, const float* HWY_RESTRICT qt, int32_t HI, int32_t D,
+// kD > 0: D == kD known at compile time (the decoded rows' stride becomes an immediate offset).
+template <int kH, int kK, int kD, class DF>
+HWY_INLINE void ScoreTile(DF df, const float* HWY_RESTRICT qt, int32_t HI, int32_t d_runtime,
                           const float* HWY_RESTRICT kf, const float* HWY_RESTRICT coef,
                           float* HWY_RESTRICT sums) {
   const size_t N = hn::Lanes(df);
+  const int32_t D = kD > 0 ? kD : d_runtime;
   hn::Vec<DF> acc[kH * kK];
   for (int j = 0; j < kH * kK; ++j) acc[j] = hn::Zero(df);
   for (int32_t d = 0; d < D; ++d) {
@@ -94,7 +96,7 @@ HWY_INLINE void ScoreTile(DF df, const float* HWY_RESTRICT qt, int32_t HI, int32
 }
 
 // All head vectors for one block of kK keys, in tiles of up to 4 (kK * kH <= 12 accumulators).
-template <int kK, class DF>
+template <int kK, int kD, class DF>
 HWY_INLINE void ScoreKeyBlock(DF df, const float* HWY_RESTRICT qt, const float* HWY_RESTRICT coef,
                               int32_t HI, int32_t D, const float* HWY_RESTRICT kf,
                               float* HWY_RESTRICT sums) {
@@ -102,15 +104,15 @@ HWY_INLINE void ScoreKeyBlock(DF df, const float* HWY_RESTRICT qt, const float* 
   const int32_t HV = HI / N;
   int32_t v = 0;
   if constexpr (kK <= 3) {
-    for (; v + 4 <= HV; v += 4) ScoreTile<4, kK>(df, qt + v * N, HI, D, kf, coef + v * N, sums);
+    for (; v + 4 <= HV; v += 4) ScoreTile<4, kK, kD>(df, qt + v * N, HI, D, kf, coef + v * N, sums);
   }
   if constexpr (kK <= 6) {
-    for (; v + 2 <= HV; v += 2) ScoreTile<2, kK>(df, qt + v * N, HI, D, kf, coef + v * N, sums);
+    for (; v + 2 <= HV; v += 2) ScoreTile<2, kK, kD>(df, qt + v * N, HI, D, kf, coef + v * N, sums);
   }
-  for (; v < HV; ++v) ScoreTile<1, kK>(df, qt + v * N, HI, D, kf, coef + v * N, sums);
+  for (; v < HV; ++v) ScoreTile<1, kK, kD>(df, qt + v * N, HI, D, kf, coef + v * N, sums);
 }
 
-template <int kK, class DF>
+template <int kK, int kD, class DF>
 void IndexScoresT(DF df, const uint8_t* HWY_RESTRICT keys, const float* HWY_RESTRICT key_scales,
                   int64_t n, const float* HWY_RESTRICT qt, const float* HWY_RESTRICT coef,
                   int32_t HI, int32_t D, float* HWY_RESTRICT scores) {
@@ -121,7 +123,7 @@ void IndexScoresT(DF df, const uint8_t* HWY_RESTRICT keys, const float* HWY_REST
     const int64_t n_keys = std::min<int64_t>(kK, n - i0);
     DecodeKeys(df, keys + i0 * D, n_keys, kK, D, kf);
     std::fill(sums, sums + kK * N, 0.0f);
-    ScoreKeyBlock<kK>(df, qt, coef, HI, D, kf, sums);
+    ScoreKeyBlock<kK, kD>(df, qt, coef, HI, D, kf, sums);
     for (int64_t k = 0; k < n_keys; ++k) {
       const float s = ReduceSumF(df, hn::LoadU(df, sums + k * N));
       scores[i0 + k] = s * (key_scales[i0 + k] * 256.0f);  // undo DecodeE4m3's 2^-8
@@ -133,12 +135,20 @@ template <class DF>
 void IndexScoresTag(DF df, const uint8_t* keys, const float* key_scales, int64_t n, const float* qt,
                     const float* coef, int32_t HI, int32_t D, float* scores) {
   const int32_t HV = HI / static_cast<int32_t>(hn::Lanes(df));
-  if (HV >= 4) {
-    IndexScoresT<3>(df, keys, key_scales, n, qt, coef, HI, D, scores);
+  if (D == 128) {  // the V3.2 index_head_dim
+    if (HV >= 4) {
+      IndexScoresT<3, 128>(df, keys, key_scales, n, qt, coef, HI, D, scores);
+    } else if (HV >= 2) {
+      IndexScoresT<6, 128>(df, keys, key_scales, n, qt, coef, HI, D, scores);
+    } else {
+      IndexScoresT<12, 128>(df, keys, key_scales, n, qt, coef, HI, D, scores);
+    }
+  } else if (HV >= 4) {
+    IndexScoresT<3, 0>(df, keys, key_scales, n, qt, coef, HI, D, scores);
   } else if (HV >= 2) {
-    IndexScoresT<6>(df, keys, key_scales, n, qt, coef, HI, D, scores);
+    IndexScoresT<6, 0>(df, keys, key_scales, n, qt, coef, HI, D, scores);
   } else {
-    IndexScoresT<12>(df, keys, key_scales, n, qt, coef, HI, D, scores);
+    IndexScoresT<12, 0>(df, keys, key_scales, n, qt, coef, HI, D, scores);
   }
 }
 

@@ -11,14 +11,15 @@
 #   make fuzz-long    the same fuzzers for DSS_FUZZ_SECONDS (default 600) each
 #   make build        release build only (build/release)
 #   make format       clang-format every C++ file
-#   make demo-model   (re)create models/demo-tiny
+#   make demo-model   (re)create models/demo-tiny-v32 (the default model of `dsserve serve`)
 #   make ds-mini      create models/ds-mini (benchmark shape, ~1.7 GB, about a minute)
 #   make bench-engine in-process engine benchmark on ds-mini (16 x 256/128, concurrent vs serial;
 #                     tens of minutes on 2 cores today); results in build/bench-engine.json
 
 JOBS ?= $(shell nproc)
 DSSERVE := build/release/apps/dsserve/dsserve
-DEMO_MODEL ?= models/demo-tiny
+# [DEMO_MODEL] the same path and preset as apps/dsserve/cmd_serve.cc kDefaultModel
+DEMO_MODEL ?= models/demo-tiny-v32
 export CCACHE_BASEDIR := $(CURDIR)
 export CCACHE_NOHASHDIR := 1
 
@@ -32,11 +33,11 @@ build: setup
 	@cmake --build build/release -j $(JOBS)
 
 $(DEMO_MODEL)/config.json: | build
-	$(DSSERVE) init-model --preset tiny --out $(DEMO_MODEL) --seed 7
+	$(DSSERVE) init-model --preset tiny-v32 --out $(DEMO_MODEL) --seed 7
 
 demo-model: build
 	rm -rf $(DEMO_MODEL)
-	$(DSSERVE) init-model --preset tiny --out $(DEMO_MODEL) --seed 7
+	$(DSSERVE) init-model --preset tiny-v32 --out $(DEMO_MODEL) --seed 7
 
 models/ds-mini/config.json: | build
 	$(DSSERVE) init-model --preset ds-mini --out models/ds-mini --seed 7

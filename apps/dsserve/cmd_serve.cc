@@ -1,7 +1,8 @@
 // `dsserve serve`: the OpenAI-compatible HTTP server (src/server) over the batching engine.
-// With no --model, the default demo model (models/demo-tiny under the current directory, random
-// weights + the real tokenizer) is created on first use, exactly as `dsserve init-model --preset
-// tiny --out models/demo-tiny --seed 7` would, and served. Exits 0 after SIGINT/SIGTERM.
+// With no --model, the default demo model (models/demo-tiny-v32 under the current directory: a
+// DeepSeek-V3.2 architecture with random weights + the real tokenizer, V3.2 chat format) is
+// created on first use, exactly as `dsserve init-model --preset tiny-v32 --out
+// models/demo-tiny-v32 --seed 7` would, and served. Exits 0 after SIGINT/SIGTERM.
 #include <cstdio>
 #include <filesystem>
 #include <memory>
@@ -23,7 +24,8 @@ namespace dss::app {
 
 namespace {
 
-constexpr const char* kDefaultModel = "models/demo-tiny";
+constexpr const char* kDefaultModel = "models/demo-tiny-v32";  // [DEMO_MODEL] Makefile
+constexpr const char* kDefaultPreset = "tiny-v32";
 
 struct ServeArgs {
   EngineOptions engine;
@@ -43,7 +45,7 @@ int run_serve(ServeArgs& a) {
       std::fprintf(stderr, "dsserve serve: creating the demo model in %s (random weights)\n",
                    kDefaultModel);
       InitModelOptions im;
-      im.preset = "tiny";
+      im.preset = kDefaultPreset;
       im.out = kDefaultModel;
       im.seed = 7;
       if (Status s = init_model(im); !s) return fail("creating the demo model: " + s.message());

@@ -1,5 +1,7 @@
 // `dsserve init-model`: a random-weight checkpoint of a preset shape, plus the real DeepSeek
-// tokenizer files when the vocabulary is the real one (129280).
+// tokenizer files when the vocabulary is the real one (129280); for the V3.2 presets the
+// tokenizer files are V3.2's (no chat_template, add_bos_token false, `<think>` / `</think>`
+// tokens).
 #pragma once
 
 #include <cstdint>

@@ -124,4 +124,34 @@ codes=$(cat "$WORK"/q* | sort | tr '\n' ' ')
 echo "statuses: $codes"
 case "$codes" in *429*) ;; *) fail "no 429 among $codes";; esac
 case "$codes" in *200*) ;; *) fail "no 200 among $codes";; esac
+echo "== no --model: the default demo model is a random-weight DeepSeek-V3.2 with V3.2's chat format"
+DSSERVE=$(realpath "$DSSERVE")
+pushd "$WORK" >/dev/null  # the default model is created under the current directory
+start_server D --max-running-requests 2
+popd >/dev/null
+PIDS+=("$D_PID")
+grep -q 'serving demo-tiny-v32 (v32 format, tool parser v32)' "$WORK/D.log" ||
+  { cat "$WORK/D.log" >&2; fail "default model start-up line"; }
+DEMO="$WORK/models/demo-tiny-v32"
+grep -q '"model_type": *"deepseek_v32"' "$DEMO/config.json" || fail "demo model is not deepseek_v32"
+node -e 'const c = require(process.argv[1]);
+  if ("chat_template" in c || c.add_bos_token !== false) process.exit(1);' \
+  "$DEMO/tokenizer_config.json" || fail "demo tokenizer_config.json is not V3.2's"
+# The chat prompt is exactly the V3.2 encoder's chat-mode text (one BOS, `</think>` after the
+# Assistant tag), one token longer than the V3 template's; and V3.2's tokenizer encodes the V3.2
+# README's example (`</think>` = 128799, `<think>` = 128798) in its 21 tokens, with no added BOS.
+usage_prompt() {
+  curl -s "http://127.0.0.1:$D_PORT/v1/$1" -d "$2" |
+    node -e 'let s="";process.stdin.on("data",d=>s+=d).on("end",()=>console.log(JSON.parse(s).usage.prompt_tokens))'
+}
+chat_n=$(usage_prompt chat/completions '{"messages":[{"role":"user","content":"hi"}],"max_tokens":1}')
+v32_n=$(usage_prompt completions '{"prompt":"<｜begin▁of▁sentence｜><｜User｜>hi<｜Assistant｜></think>","max_tokens":1}')
+v3_n=$(usage_prompt completions '{"prompt":"<｜begin▁of▁sentence｜><｜User｜>hi<｜Assistant｜>","max_tokens":1}')
+readme_n=$(usage_prompt completions '{"prompt":"<｜begin▁of▁sentence｜><｜User｜>hello<｜Assistant｜></think>Hello! I am DeepSeek.<｜end▁of▁sentence｜><｜User｜>1+1=?<｜Assistant｜><think>","max_tokens":1}')
+echo "prompt tokens: chat $chat_n, V3.2 text $v32_n, V3 text $v3_n, V3.2 README example $readme_n"
+[ "$chat_n" = 5 ] && [ "$v32_n" = 5 ] && [ "$v3_n" = 4 ] || fail "chat on the demo model is not the V3.2 format"
+[ "$readme_n" = 21 ] || fail "V3.2 tokenizer: README example is $readme_n tokens, not 21"
+stop_server D
+echo "ok   default demo model: V3.2, V3.2 tokenizer_config, V3.2 chat format"
+
 echo "e2e_test: all passed"

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <numeric>
 #include <vector>
 
 namespace dss::ref {
@@ -128,6 +129,30 @@ void mla_attn(const cpu::MlaCacheView& kv, const int32_t* pos, int64_t n, const 
       out[h * R + c] = static_cast<float>(acc / sum);
     }
   }
+}
+
+void index_scores(const uint8_t* keys, const float* key_scales, int64_t n, const float* q,
+                  const float* coef, int32_t HI, int32_t D, float* scores) {
+  for (int64_t i = 0; i < n; ++i) {
+    double s = 0.0;
+    for (int32_t h = 0; h < HI; ++h) {
+      double dot = 0.0;
+      for (int32_t d = 0; d < D; ++d)
+        dot += static_cast<double>(q[h * D + d]) * fp8e4m3_to_f32(keys[i * D + d]);
+      s += static_cast<double>(coef[h]) * std::max(0.0, dot);
+    }
+    scores[i] = static_cast<float>(key_scales[i] * s);
+  }
+}
+
+void top_k_indices(const float* scores, int64_t n, int64_t k, int32_t* out) {
+  std::vector<int32_t> order(static_cast<size_t>(n));
+  std::iota(order.begin(), order.end(), 0);
+  std::partial_sort(order.begin(), order.begin() + k, order.end(), [&](int32_t x, int32_t y) {
+    return scores[x] > scores[y] || (scores[x] == scores[y] && x < y);
+  });
+  std::copy(order.begin(), order.begin() + k, out);
+  std::sort(out, out + k);
 }
 
 }  // namespace dss::ref

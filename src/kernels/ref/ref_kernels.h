@@ -44,4 +44,13 @@ void mla_load_row(const cpu::MlaCacheView& kv, int32_t pos, float* lat, float* p
 void mla_attn(const cpu::MlaCacheView& kv, const int32_t* pos, int64_t n, const float* q_lat,
               const float* q_pe, int32_t n_heads, float scale, float* out);
 
+// V3.2 lightning-indexer scores (contract: cpu/indexer_score.h), double accumulation:
+// scores[i] = key_scales[i] * sum_h coef[h] * max(0, dot(q[h, :], e4m3_to_f32(keys[i, :]))).
+void index_scores(const uint8_t* keys, const float* key_scales, int64_t n, const float* q,
+                  const float* coef, int32_t HI, int32_t D, float* scores);
+
+// The k highest-scoring indices (ties -> lower index), increasing index order, by partial_sort
+// with `score[x] > score[y] || (score[x] == score[y] && x < y)` as the model first did it.
+void top_k_indices(const float* scores, int64_t n, int64_t k, int32_t* out);
+
 }  // namespace dss::ref

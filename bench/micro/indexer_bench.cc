@@ -1,0 +1,103 @@
+// V3.2 lightning-indexer kernels (kernels/cpu/indexer_score.h), one thread:
+//   BM_IndexScores/HI/n: scores of n cached keys (D = 128 e4m3) for one query with HI heads;
+//     GFLOP/s = 2 * HI * D * n / time, and frac_peak = that / this machine's 1-thread FP32 FMA
+//     peak (the FmaChains kernel of roofline_bench, measured once, in thread CPU time;
+//     the counter prints as "/s", it is a plain ratio). The keys
+//     (n * 128 bytes: 4 MiB at 32K) stay in cache between iterations: a compute figure.
+//   BM_TopK/n: top_k_indices(k = 2048) over n random scores; keys/s.
+// Usage: indexer_bench [Google Benchmark flags]
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "bench/micro/indexer_bench.cc"
+#include "hwy/foreach_target.h"  // IWYU pragma: keep
+#include "hwy/highway.h"
+// (after foreach_target: re-included once per target)
+#include "bench/micro/fma_chains-inl.h"
+
+#if HWY_ONCE
+#include <benchmark/benchmark.h>
+
+#include <algorithm>
+#include <ctime>
+#include <vector>
+
+#include "base/rng.h"
+#include "kernels/cpu/indexer_score.h"
+
+namespace dss::bench {
+HWY_EXPORT(FmaChains);
+namespace {
+
+constexpr int32_t kD = 128;
+
+// CPU seconds of this thread: the benchmarks' rates are per CPU second too, so the fraction
+// stays meaningful on a shared, busy machine.
+double thread_cpu_s() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+}
+
+double fma_peak_gflops_1t() {
+  static const double peak = [] {
+    float sink = 0.0f;
+    double best = 0.0;
+    for (int rep = 0; rep < 3; ++rep) {
+      const double t0 = thread_cpu_s();
+      const double flops = HWY_DYNAMIC_DISPATCH(FmaChains)(20'000'000, &sink);
+      best = std::max(best, flops / (thread_cpu_s() - t0) * 1e-9);
+    }
+    benchmark::DoNotOptimize(sink);
+    return best;
+  }();
+  return peak;
+}
+
+void BM_IndexScores(benchmark::State& bs) {
+  const auto HI = static_cast<int32_t>(bs.range(0));
+  const int64_t n = bs.range(1);
+  Rng rng(3);
+  std::vector<uint8_t> keys(static_cast<size_t>(n * kD));
+  for (auto& b : keys) b = static_cast<uint8_t>(rng.next_u64() % 0x7F);  // no NaN codes
+  std::vector<float> key_scales(static_cast<size_t>(n), 0.5f), q(static_cast<size_t>(HI * kD)),
+      coef(static_cast<size_t>(HI)), scores(static_cast<size_t>(n));
+  for (auto& v : q) v = rng.normal();
+  for (auto& v : coef) v = rng.normal();
+  for (auto _ : bs) {
+    cpu::index_scores(keys.data(), key_scales.data(), n, q.data(), coef.data(), HI, kD,
+                      scores.data());
+    benchmark::DoNotOptimize(scores.data());
+    benchmark::ClobberMemory();
+  }
+  const double flops = 2.0 * HI * kD * static_cast<double>(n);
+  bs.counters["GFLOP/s"] =
+      benchmark::Counter(flops * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+  const double peak = fma_peak_gflops_1t();
+  bs.counters["peak_GFLOP/s"] = peak;
+  bs.counters["frac_peak"] =
+      benchmark::Counter(flops * 1e-9 / peak, benchmark::Counter::kIsIterationInvariantRate);
+}
+
+void BM_TopK(benchmark::State& bs) {
+  const int64_t n = bs.range(0), k = std::min<int64_t>(2048, n);
+  Rng rng(4);
+  std::vector<float> scores(static_cast<size_t>(n));
+  for (auto& v : scores) v = rng.normal();
+  std::vector<int32_t> out(static_cast<size_t>(k)), scratch(static_cast<size_t>(n));
+  for (auto _ : bs) {
+    cpu::top_k_indices(scores.data(), n, k, out.data(), scratch.data());
+    benchmark::DoNotOptimize(out.data());
+  }
+  bs.SetItemsProcessed(bs.iterations() * n);
+}
+
+BENCHMARK(BM_IndexScores)
+    ->ArgNames({"HI", "n"})
+    ->ArgsProduct({{8, 64}, {2048, 32768}})
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_TopK)->Arg(4096)->Arg(32768)->Unit(benchmark::kMicrosecond);
+
+}  // namespace
+}  // namespace dss::bench
+
+BENCHMARK_MAIN();
+#endif  // HWY_ONCE

@@ -13,33 +13,13 @@
 #include <cmath>
 
 #include "base/check.h"
+#include "kernels/cpu/indexer_score.h"
 #include "kernels/cpu/vec_ops.h"
 #include "model/deepseek/fp8_sim.h"
 #include "model/runtime/model.h"
 #include "tensor/dtype.h"
 
 namespace dss {
-
-namespace {
-constexpr int32_t kMaxIndexDim = 512;  // stack buffer of one decoded key (index_head_dim = 128)
-
-// scores[i] = key_scales[i] * sum_h coef[h] * max(0, q[h] . e4m3_to_f32(keys[i])), i < n.
-//   keys [n, D] e4m3 (contiguous), key_scales [n], q [HI, D] f32, coef [HI].
-// TODO(attn): switch to cpu::index_scores (kernels/cpu/indexer_score.h, same contract) once it
-// lands; this scalar loop is its stand-in.
-void index_scores(const uint8_t* keys, const float* key_scales, int64_t n, const float* q,
-                  const float* coef, int32_t HI, int32_t D, float* scores) {
-  float k[kMaxIndexDim];
-  for (int64_t i = 0; i < n; ++i) {
-    for (int32_t j = 0; j < D; ++j) k[j] = fp8e4m3_to_f32(keys[i * D + j]);
-    float acc = 0.0f;
-    for (int32_t h = 0; h < HI; ++h) {
-      acc += coef[h] * std::max(0.0f, cpu::dot(q + static_cast<size_t>(h) * D, k, D));
-    }
-    scores[i] = acc * key_scales[i];
-  }
-}
-}  // namespace
 
 void Model::indexer_keys(int32_t i_layer, const ForwardBatch& b, Workspace& ws) const {
   const ModelConfig& c = cfg_;
@@ -75,7 +55,8 @@ void Model::indexer_select(int32_t i_layer, const ForwardBatch& b, int32_t i_seq
   const ModelConfig& c = cfg_;
   const int32_t HI = c.index_n_heads, D = c.index_head_dim, K = c.index_topk;
   const int32_t page_size = kv.layout().page_size;
-  DSS_CHECK(D <= kMaxIndexDim && kv.layout().d_index == D, "index_head_dim ", D);
+  DSS_CHECK(D <= cpu::kIndexMaxHeadDim && HI * D <= cpu::kIndexMaxQ && kv.layout().d_index == D,
+            "index_n_heads ", HI, " x index_head_dim ", D);
   const uint8_t* keys = kv.index_keys(i_layer);
   const float* key_scales = kv.index_scales(i_layer);
   const PageId* pages = b.page_table.data() + static_cast<size_t>(i_seq) * b.max_pages;
@@ -90,18 +71,12 @@ void Model::indexer_select(int32_t i_layer, const ForwardBatch& b, int32_t i_seq
     for (int64_t j = r0; j < r1; ++j) {
       const auto p0 = static_cast<int32_t>(j * page_size);
       const size_t slot0 = static_cast<size_t>(pages[j]) * page_size;
-      index_scores(keys + slot0 * D, key_scales + slot0, std::min(page_size, pos + 1 - p0), q, coef,
-                   HI, D, score + p0);
+      cpu::index_scores(keys + slot0 * D, key_scales + slot0, std::min(page_size, pos + 1 - p0), q,
+                        coef, HI, D, score + p0);
     }
   };
-  auto select_top = [&](int32_t t, int32_t pos, const float* score, int32_t* order) {
-    for (int32_t s = 0; s <= pos; ++s) order[s] = s;
-    std::partial_sort(order, order + K, order + pos + 1, [&](int32_t x, int32_t y) {
-      return score[x] > score[y] || (score[x] == score[y] && x < y);
-    });
-    int32_t* sel = ws.sel.data() + static_cast<size_t>(t) * K;
-    std::copy(order, order + K, sel);
-    std::sort(sel, sel + K);
+  auto select_top = [&](int32_t t, int32_t pos, const float* score, int32_t* scratch) {
+    cpu::top_k_indices(score, pos + 1, K, ws.sel.data() + static_cast<size_t>(t) * K, scratch);
     ws.n_sel[static_cast<size_t>(t)] = K;
   };
   if (t_end - t_begin >= pool_->n_threads()) {  // prefill: one thread per token

@@ -45,6 +45,7 @@ struct BenchModelArgs {
   int64_t bandwidth_mib = 1024;
   uint64_t seed = 1234;
   bool json = false;
+  bool context_only = false;  // --context-only: skip the pp and tg tests
 };
 
 struct Stat {
@@ -197,7 +198,7 @@ int run_bench_model(const BenchModelArgs& a) {
            static_cast<long long>(a.bandwidth_mib));
   const double bw_before = bench::measure_read_gbps(a.bandwidth_mib, n_threads);
   std::vector<std::pair<std::string, Stat>> rows;  // (test name, tok/s)
-  for (int32_t n : a.prefill) {
+  for (int32_t n : a.context_only ? std::vector<int32_t>{} : a.prefill) {
     progress("bench-model: pp%d\n", n);
     const Stat s = stat_of(bench_prefill(m, a, n, rng));
     rows.emplace_back(str_cat("pp", n), s);
@@ -205,7 +206,7 @@ int run_bench_model(const BenchModelArgs& a) {
     j[str_cat("prefill_", n, "_tok_s_stddev")] = s.stddev;
   }
   double bs1_tok_s = 0;
-  for (int32_t b : a.decode_batch) {
+  for (int32_t b : a.context_only ? std::vector<int32_t>{} : a.decode_batch) {
     progress("bench-model: tg%d batch %d\n", a.decode_tokens, b);
     const Stat s = stat_of(bench_decode(m, a, b, rng));
     if (b == 1) bs1_tok_s = s.mean;
@@ -293,6 +294,8 @@ void register_bench_model_command(CLI::App& app) {
   cmd->add_option("--decode-context", a->decode_context,
                   "Contexts for long-context decode TPOT (e.g. 2048,32768; default: none)")
       ->delimiter(',');
+  cmd->add_flag("--context-only", a->context_only,
+                "Run only the --decode-context tests (no pp / tg; the roofline is still printed)");
   cmd->add_option("--context-steps", a->context_steps, "Timed decode steps per context")
       ->capture_default_str();
   cmd->add_option("--context-chunk", a->context_chunk, "Prefill chunk filling the context")

@@ -76,20 +76,6 @@ HWY_EXPORT(Bf16Chains);
 
 namespace {
 
-double now_s() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
-// Runs f(thread_index) on n threads at once; returns wall seconds.
-template <class F>
-double run_threads(int n, F f) {
-  std::vector<std::thread> ts;
-  const double t0 = now_s();
-  for (int i = 0; i < n; ++i) ts.emplace_back([&f, i] { f(i); });
-  for (auto& t : ts) t.join();
-  return now_s() - t0;
-}
-
 template <class Kernel>
 double peak_gflops(Kernel k, int n_threads) {
   const int64_t iters = 20'000'000;

@@ -38,24 +38,6 @@ HWY_AFTER_NAMESPACE();
 namespace dss::bench {
 HWY_EXPORT(ReadSum);
 
-namespace {
-
-double now_s() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
-// Runs f(thread_index) on n threads at once; returns wall seconds.
-template <class F>
-double run_threads(int32_t n, F f) {
-  std::vector<std::thread> ts;
-  const double t0 = now_s();
-  for (int32_t i = 0; i < n; ++i) ts.emplace_back([&f, i] { f(i); });
-  for (auto& t : ts) t.join();
-  return now_s() - t0;
-}
-
-}  // namespace
-
 double read_gbps(float* buf, int64_t n_floats, int32_t n_threads, int32_t reps) {
   n_threads = std::max(n_threads, 1);
   const int64_t per = (n_floats / n_threads) / 64 * 64;

@@ -8,8 +8,23 @@
 #pragma once
 
 #include <cstdint>
+#include <thread>
+#include <vector>
+
+#include "base/clock.h"
 
 namespace dss::bench {
+
+// Runs f(thread_index) on n threads at once (fresh threads, so each can first-touch its own
+// memory); returns the wall seconds until the last one finishes.
+template <class F>
+double run_threads(int32_t n, F f) {
+  std::vector<std::thread> ts;
+  const double t0 = now_seconds();
+  for (int32_t i = 0; i < n; ++i) ts.emplace_back([&f, i] { f(i); });
+  for (auto& t : ts) t.join();
+  return now_seconds() - t0;
+}
 
 // GB/s (1e9 bytes/s) reading `n_floats` floats of `buf` (64-byte aligned) with `n_threads`
 // threads. Overwrites the buffer with zeros first.

@@ -6,25 +6,9 @@
 #include <string_view>
 
 #include "base/check.h"
+#include "tensor/ue8m0_quant.h"
 
 namespace dss {
-
-namespace {
-// [KV_FP8_QUANT] act_quant with a UE8M0 scale over one block, as model/deepseek/fp8_sim.cc
-// act_quant_ue8m0 (same formula; kv_store cannot link the model). Returns s; writes the codes.
-float quant_block_ue8m0(const float* x, int32_t n, uint8_t* codes) {
-  float amax = 0.0f;
-  for (int32_t i = 0; i < n; ++i) amax = std::max(amax, std::fabs(x[i]));
-  const float s_raw = std::max(amax, 1e-4f) * (1.0f / 448.0f);
-  int e = 0;
-  const float m = std::frexp(s_raw, &e);  // s_raw = m * 2^e, m in [0.5, 1)
-  const float s = m == 0.5f ? std::ldexp(1.0f, e - 1) : std::ldexp(1.0f, e);
-  for (int32_t i = 0; i < n; ++i) {
-    codes[i] = f32_to_fp8e4m3(std::clamp(x[i] / s, -kFp8E4M3Max, kFp8E4M3Max));
-  }
-  return s;
-}
-}  // namespace
 
 size_t KvLayout::latent_row_bytes() const {
   switch (dtype) {

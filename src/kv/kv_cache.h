@@ -67,7 +67,8 @@ class KvCache {
   // Writes one slot from an f32 row (KvLayout::d_row). bf16: round to nearest even. fp8: per
   // 128-value block s = 2^ceil(log2(max(amax, 1e-4) / 448)), codes e4m3_rne(x / s) - the V3.2
   // reference's act_quant (UE8M0), so a latent that already went through it (V3.2) is stored
-  // exactly [KV_FP8_QUANT]. The indexer values must be e4m3 values (stored exactly).
+  // exactly (tensor/ue8m0_quant.h, shared with the model). The indexer values must be e4m3
+  // values (stored exactly).
   void store(int32_t i_layer, int32_t slot, const float* row);
   // Reads one slot back as an f32 row (tests and tools; the forward pass reads in place).
   void load(int32_t i_layer, int32_t slot, float* row) const;

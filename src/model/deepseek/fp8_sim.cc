@@ -5,20 +5,19 @@
 
 #include "base/check.h"
 #include "tensor/dtype.h"
+#include "tensor/ue8m0_quant.h"
 
 namespace dss {
 
+namespace {
+constexpr int32_t kMaxQuantBlock = 512;  // callers quantise blocks of 128 (latent) or D <= 256
+}  // namespace
+
 float act_quant_ue8m0(const float* x, int32_t n, float* q) {
-  float amax = 0.0f;
-  for (int32_t i = 0; i < n; ++i) amax = std::max(amax, std::fabs(x[i]));
-  const float s_raw = std::max(amax, 1e-4f) * (1.0f / 448.0f);
-  int e = 0;
-  const float m = std::frexp(s_raw, &e);  // s_raw = m * 2^e, m in [0.5, 1)
-  const float s = m == 0.5f ? std::ldexp(1.0f, e - 1) : std::ldexp(1.0f, e);  // 2^ceil(log2 s_raw)
-  for (int32_t i = 0; i < n; ++i) {
-    const float v = std::clamp(x[i] / s, -kFp8E4M3Max, kFp8E4M3Max);
-    q[i] = fp8e4m3_to_f32(f32_to_fp8e4m3(v));
-  }
+  uint8_t codes[kMaxQuantBlock];
+  DSS_CHECK(n <= kMaxQuantBlock, "act_quant block of ", n);
+  const float s = quant_block_ue8m0(x, n, codes);
+  for (int32_t i = 0; i < n; ++i) q[i] = fp8e4m3_to_f32(codes[i]);
   return s;
 }
 

@@ -141,10 +141,10 @@ HWY_INLINE void CanonicalSums(DF df, const hn::Vec<DF>* acc, int n, float* HWY_R
 // is stored, later panels' are added.
 inline constexpr int64_t kGemmCols = 1024;  // panel width; a multiple of the FP8 block (128)
 
-// GEMV tile: kR weight rows (r .. r+kR) against kT token rows of x ([kT, n_cols], row stride
-// n_cols); every weight vector is decoded in registers once and used kT times, and the kR x kT
-// independent accumulator chains hide the FMA latency (one row alone is latency-bound).
-// Results go to y[k * n_rows + r + i] (y already offset to the first token).
+// GEMV tile (8 x 1, 4 x 2, 2 x 3, 2 x 4 rows x tokens): kR weight rows (r .. r+kR) against kT token
+// rows of x ([kT, n_cols], row stride n_cols); every weight vector is decoded in registers once and
+// used kT times, and the kR x kT independent accumulator chains hide the FMA latency (one row alone
+// is latency-bound). Results go to y[k * n_rows + r + i] (y already offset to the first token).
 template <int kR, int kT, typename T>
 HWY_INLINE void GemvTile(const RowsView<T>& m, int64_t r, const float* HWY_RESTRICT x,
                          float* HWY_RESTRICT y) {
@@ -337,7 +337,7 @@ void MatmulRowsT(const RowsView<T>& m, const float* HWY_RESTRICT x, int64_t n_to
     case 2:
       return GemvRows<4, 2>(m, x, y, r_begin, r_end);
     case 1:
-      return GemvRows<4, 1>(m, x, y, r_begin, r_end);
+      return GemvRows<8, 1>(m, x, y, r_begin, r_end);
     default:
       return;
   }

@@ -142,55 +142,106 @@ void Model::mla_naive(int32_t i_layer, const ForwardBatch& b, int32_t i_seq, con
     std::fill_n(ws.run_l.data() + static_cast<size_t>(t) * H, H, 0.0f);
     std::fill_n(ws.attn.data() + static_cast<size_t>(t) * H * c.d_v, H * c.d_v, 0.0f);
   }
+  // Queries head-major, [H, max_tokens, d_qk] (GEMM operands).
+  for (int32_t h = 0; h < H; ++h) {
+    for (int32_t i = 0; i < n_new; ++i) {
+      const float* q = ws.q.data() + (static_cast<size_t>(t_begin + i) * H + h) * d_qk;
+      std::copy(q, q + d_qk,
+                ws.q_heads.data() + (static_cast<size_t>(h) * ws.limits.max_tokens + i) * d_qk);
+    }
+  }
   for (int32_t k = 0; k < n_tiles; ++k) {
     if (k >= dense_end && ws.tile_used[static_cast<size_t>(k)] == 0) continue;
     const int32_t q0 = k * kTile, nt = std::min(kTile, L - q0);
     cpu::mla_load_rows(view, nullptr, q0, nt, ws.tile_lat.data(), ws.tile_pe.data());
     mm(w.kv_b, ws.tile_lat.data(), nt, ws.tile_kv.data());  // [nt, H * (d_nope + d_v)]
-    // Every (token, head) pair folds this tile into its online softmax.
-    pool_->parallel_for(
-        static_cast<int64_t>(n_new) * H, 1, [&](int64_t i0, int64_t i1, int32_t i_thread) {
-          float* sc = ws.scores.data() + static_cast<size_t>(i_thread) * kTile;
-          for (int64_t i = i0; i < i1; ++i) {
-            const auto t = static_cast<int32_t>(t_begin + i / H), h = static_cast<int32_t>(i % H);
-            const int32_t pos = p0 + (t - t_begin);
-            if (pos < q0) continue;
-            int32_t n = 0;
-            const int32_t* ps = attended_positions(ws, t, pos, K, n);
-            // Attended positions inside the tile: [q0, j_end) dense, or a run of the selection.
-            const int32_t* s_begin = ps ? std::lower_bound(ps, ps + n, q0) : nullptr;
-            const int32_t* s_end = ps ? std::lower_bound(s_begin, ps + n, q0 + nt) : nullptr;
-            const int32_t n_att =
-                ps ? static_cast<int32_t>(s_end - s_begin) : std::min(nt, pos + 1 - q0);
-            if (n_att == 0) continue;
-            const float* q = ws.q.data() + (static_cast<size_t>(t) * H + h) * d_qk;
-            float mx = kNegInf;
-            for (int32_t a = 0; a < n_att; ++a) {
-              const int32_t j = (ps ? s_begin[a] : q0 + a) - q0;
-              const float* k_nope = ws.tile_kv.data() + (static_cast<size_t>(j) * H + h) * d_kv;
-              const float* k_pe = ws.tile_pe.data() + static_cast<size_t>(j) * dr;
-              sc[a] = scale * (cpu::dot(q, k_nope, c.d_nope) + cpu::dot(q + c.d_nope, k_pe, dr));
-              mx = std::max(mx, sc[a]);
-            }
-            float& m = ws.run_m[static_cast<size_t>(t) * H + h];
-            float& l = ws.run_l[static_cast<size_t>(t) * H + h];
-            float* o = ws.attn.data() + (static_cast<size_t>(t) * H + h) * c.d_v;
-            const float m_new = std::max(m, mx);
-            if (m != kNegInf && m_new > m) {
-              const float corr = std::exp(m - m_new);
-              l *= corr;
-              for (int32_t d = 0; d < c.d_v; ++d) o[d] *= corr;
-            }
-            m = m_new;
-            for (int32_t a = 0; a < n_att; ++a) {
-              const int32_t j = (ps ? s_begin[a] : q0 + a) - q0;
-              const float p = std::exp(sc[a] - m_new);
-              l += p;
-              cpu::axpy(p, ws.tile_kv.data() + (static_cast<size_t>(j) * H + h) * d_kv + c.d_nope,
-                        o, c.d_v);
-            }
+    // Tokens at positions < q0 do not see this tile; the others are [ta, n_new).
+    const int32_t ta = std::max(0, q0 - p0), n_tok = n_new - ta;
+    // Per head: S = K_h Q_h^T and (after the online-softmax update) P V_h as two GEMMs through
+    // the matmul kernels (canonical per-(row, token) arithmetic: a token's scores do not depend
+    // on how the prompt was chunked).
+    pool_->parallel_for(H, 1, [&](int64_t h0, int64_t h1, int32_t i_thread) {
+      float* S = ws.tile_s.data() + static_cast<size_t>(i_thread) * ws.limits.max_tokens * kTile;
+      float* PV = ws.tile_pv.data() + static_cast<size_t>(i_thread) * ws.limits.max_tokens * c.d_v;
+      for (auto h = static_cast<int32_t>(h0); h < h1; ++h) {
+        // K_h [kTile, d_qk] = [k_nope | k_pe] rows; V_h^T [d_v, kTile]; both zero past nt, so the
+        // GEMMs always run over kTile positions and a token's sums over positions do not depend
+        // on how many positions the tile holds yet (chunked prefill == one-shot, bit for bit).
+        float* kh = ws.tile_k.data() + static_cast<size_t>(h) * kTile * d_qk;
+        float* vt = ws.tile_vt.data() + static_cast<size_t>(h) * c.d_v * kTile;
+        for (int32_t j = 0; j < nt; ++j) {
+          const float* kv_j = ws.tile_kv.data() + (static_cast<size_t>(j) * H + h) * d_kv;
+          std::copy(kv_j, kv_j + c.d_nope, kh + static_cast<size_t>(j) * d_qk);
+          std::copy(ws.tile_pe.data() + static_cast<size_t>(j) * dr,
+                    ws.tile_pe.data() + static_cast<size_t>(j + 1) * dr,
+                    kh + static_cast<size_t>(j) * d_qk + c.d_nope);
+          for (int32_t d = 0; d < c.d_v; ++d)
+            vt[static_cast<size_t>(d) * kTile + j] = kv_j[c.d_nope + d];
+        }
+        for (int32_t j = nt; j < kTile; ++j) {
+          std::fill_n(kh + static_cast<size_t>(j) * d_qk, d_qk, 0.0f);
+          for (int32_t d = 0; d < c.d_v; ++d) vt[static_cast<size_t>(d) * kTile + j] = 0.0f;
+        }
+        const float* qh =
+            ws.q_heads.data() + (static_cast<size_t>(h) * ws.limits.max_tokens + ta) * d_qk;
+        cpu::matmul_rows(Matrix{DType::kF32, kTile, d_qk, kh, nullptr}, qh, n_tok, S, 0, kTile);
+        // Masked, scaled scores -> probabilities in place; running max / sum / output rescale.
+        for (int32_t i = 0; i < n_tok; ++i) {
+          const int32_t t = t_begin + ta + i, pos = p0 + ta + i;
+          float* row = S + static_cast<size_t>(i) * kTile;
+          int32_t n = 0;
+          const int32_t* ps = attended_positions(ws, t, pos, K, n);
+          const int32_t* s_begin = ps ? std::lower_bound(ps, ps + n, q0) : nullptr;
+          const int32_t* s_end = ps ? std::lower_bound(s_begin, ps + n, q0 + nt) : nullptr;
+          const int32_t n_dense = ps ? 0 : std::min(nt, pos + 1 - q0);
+          float mx = kNegInf;
+          if (ps == nullptr) {
+            for (int32_t j = 0; j < n_dense; ++j) mx = std::max(mx, row[j] * scale);
+          } else {
+            for (const int32_t* it = s_begin; it != s_end; ++it)
+              mx = std::max(mx, row[*it - q0] * scale);
           }
-        });
+          if (mx == kNegInf) {  // nothing attended in this tile
+            std::fill(row, row + kTile, 0.0f);
+            continue;
+          }
+          float& m = ws.run_m[static_cast<size_t>(t) * H + h];
+          float& l = ws.run_l[static_cast<size_t>(t) * H + h];
+          float* o = ws.attn.data() + (static_cast<size_t>(t) * H + h) * c.d_v;
+          const float m_new = std::max(m, mx);
+          if (m != kNegInf && m_new > m) {
+            const float corr = std::exp(m - m_new);
+            l *= corr;
+            for (int32_t d = 0; d < c.d_v; ++d) o[d] *= corr;
+          }
+          m = m_new;
+          if (ps == nullptr) {
+            for (int32_t j = 0; j < n_dense; ++j) {
+              row[j] = std::exp(row[j] * scale - m_new);
+              l += row[j];
+            }
+            std::fill(row + n_dense, row + kTile, 0.0f);
+          } else {
+            int32_t j = 0;
+            for (const int32_t* it = s_begin; it != s_end; ++it) {
+              for (; j < *it - q0; ++j) row[j] = 0.0f;
+              row[j] = std::exp(row[j] * scale - m_new);
+              l += row[j];
+              ++j;
+            }
+            std::fill(row + j, row + kTile, 0.0f);
+          }
+        }
+        // o += P V_h (rows of P with nothing attended are zero).
+        cpu::matmul_rows(Matrix{DType::kF32, c.d_v, kTile, vt, nullptr}, S, n_tok, PV, 0, c.d_v);
+        for (int32_t i = 0; i < n_tok; ++i) {
+          const int32_t t = t_begin + ta + i;
+          float* o = ws.attn.data() + (static_cast<size_t>(t) * H + h) * c.d_v;
+          const float* pv = PV + static_cast<size_t>(i) * c.d_v;
+          for (int32_t d = 0; d < c.d_v; ++d) o[d] += pv[d];
+        }
+      }
+    });
   }
   for (int32_t t = t_begin; t < t_end; ++t) {
     for (int32_t h = 0; h < H; ++h) {

@@ -40,6 +40,11 @@ Workspace::Workspace(const ModelConfig& c, const WorkspaceLimits& lim) : limits(
   run_m.resize(T * H);
   run_l.resize(T * H);
   scores.resize(nt * tile);
+  q_heads.resize(H * T * static_cast<size_t>(c.d_qk()));
+  tile_k.resize(H * tile * static_cast<size_t>(c.d_qk()));
+  tile_vt.resize(H * static_cast<size_t>(c.d_v) * tile);
+  tile_s.resize(nt * T * tile);
+  tile_pv.resize(nt * T * static_cast<size_t>(c.d_v));
   tile_used.resize(S / tile + 1);
   const size_t ff =
       static_cast<size_t>(std::max(c.d_ff, std::max(c.n_shared_experts, 1) * c.d_ff_expert));

@@ -60,7 +60,11 @@ struct Workspace {
   std::vector<float> tile_kv;            // [tile, n_heads * (d_nope + d_v)] K_nope/V of the tile
   std::vector<float> run_m, run_l;       // [max_tokens, n_heads] online softmax max / sum
   std::vector<float> scores;             // [n_threads, tile]
-  std::vector<uint8_t> tile_used;        // [max_kv_len / tile + 1] tiles some token attends to
+  // Per head, as GEMM operands: queries [n_heads, max_tokens, d_qk]; the tile's keys
+  // [n_heads, tile, d_qk] ([k_nope | k_pe]) and transposed values [n_heads, d_v, tile]; per thread
+  // scores / probabilities [n_threads, max_tokens, tile] and P.V [n_threads, max_tokens, d_v].
+  std::vector<float> q_heads, tile_k, tile_vt, tile_s, tile_pv;
+  std::vector<uint8_t> tile_used;  // [max_kv_len / tile + 1] tiles some token attends to
   // FFN / MoE scratch.
   // gate, up: dense FFN [max_tokens, d_ff]; MoE: routed rows in bucket order
   // [max_tokens * n_experts_per_tok, d_ff_expert], then the shared expert's [max_tokens, ...].

@@ -17,6 +17,7 @@
 #include "apps/dsserve/active_bytes.h"
 #include "apps/dsserve/batch_driver.h"
 #include "apps/dsserve/commands.h"
+#include "apps/dsserve/engine_flags.h"
 #include "base/check.h"
 #include "base/clock.h"
 #include "base/rng.h"
@@ -42,6 +43,7 @@ struct BenchModelArgs {
   int32_t page_size = 64;
   std::string kv_cache_dtype = "auto";  // auto: fp8 for V3.2, bf16 for V3 (as serve)
   std::string weight_dtype;
+  std::string weight_layout = "tiled";
   int64_t bandwidth_mib = 1024;
   uint64_t seed = 1234;
   bool json = false;
@@ -175,7 +177,8 @@ int run_bench_model(const BenchModelArgs& a) {
     std::fprintf(stderr, "dsserve bench-model: %s\n", s.message().c_str());
     return 2;
   }
-  auto loaded = Model::load(LoadOptions{a.model, a.n_threads, a.weight_dtype, "none"});
+  auto loaded =
+      Model::load(LoadOptions{a.model, a.n_threads, a.weight_dtype, "none", a.weight_layout});
   if (!loaded) {
     std::fprintf(stderr, "dsserve bench-model: %s\n", loaded.message().c_str());
     return 1;
@@ -191,6 +194,7 @@ int run_bench_model(const BenchModelArgs& a) {
   j["threads"] = n_threads;
   j["repetitions"] = a.repetitions;
   j["weight_dtype"] = a.weight_dtype.empty() ? "stored" : a.weight_dtype;
+  j["weight_layout"] = a.weight_layout;
   j["kv_cache_dtype"] = kv_dtype_name(kv_dtype(m, a));
   j["decode_tokens"] = a.decode_tokens;
   j["decode_token_ids"] = "fixed random";
@@ -241,10 +245,12 @@ int run_bench_model(const BenchModelArgs& a) {
     std::cout << j.dump(2) << "\n";
     return 0;
   }
-  std::printf("model %s (%s), %d threads, weights %s, KV cache %s, %d repetitions + warm-up\n",
-              a.model.c_str(), model_arch_name(c.arch).c_str(), n_threads,
-              a.weight_dtype.empty() ? "as stored" : a.weight_dtype.c_str(),
-              kv_dtype_name(kv_dtype(m, a)), a.repetitions);
+  std::printf(
+      "model %s (%s), %d threads, weights %s (%s layout), KV cache %s, %d repetitions + "
+      "warm-up\n",
+      a.model.c_str(), model_arch_name(c.arch).c_str(), n_threads,
+      a.weight_dtype.empty() ? "as stored" : a.weight_dtype.c_str(), a.weight_layout.c_str(),
+      kv_dtype_name(kv_dtype(m, a)), a.repetitions);
   std::printf("read bandwidth: %.1f GB/s before, %.1f GB/s after the runs\n\n", bw_before,
               bw_after);
   std::printf("| %-14s | %15s |\n|%s|%s:|\n", "test", "tok/s", std::string(16, '-').c_str(),
@@ -309,9 +315,7 @@ void register_bench_model_command(CLI::App& app) {
                   "KV-cache storage: auto (fp8 for V3.2, bf16 for V3) | bf16 | f32 | fp8")
       ->check(CLI::IsMember({"auto", "bf16", "f32", "fp8"}))
       ->capture_default_str();
-  cmd->add_option("--weight-dtype", a->weight_dtype,
-                  "Convert the linear weights at load: bf16 | fp8 | int8 (default: as stored)")
-      ->check(CLI::IsMember({"bf16", "fp8", "int8"}));
+  add_weight_flags(cmd, a->weight_dtype, a->weight_layout);
   cmd->add_option("--bandwidth-mib", a->bandwidth_mib, "Buffer of the read-bandwidth measurement")
       ->capture_default_str();
   cmd->add_option("--seed", a->seed, "Seed of the random token ids")->capture_default_str();

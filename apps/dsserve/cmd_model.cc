@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "apps/dsserve/commands.h"
+#include "apps/dsserve/engine_flags.h"
 #include "apps/dsserve/init_model.h"
 #include "base/clock.h"
 #include "io/json.h"
@@ -49,6 +50,7 @@ struct LogitsArgs {
   std::string attn = "auto";
   int32_t chunk = 512;
   std::string weight_dtype;
+  std::string weight_layout = "tiled";
   std::string act_quant = "none";
   int32_t n_threads = 0;
 };
@@ -60,7 +62,8 @@ int run_logits(const LogitsArgs& a) {
     return 2;
   }
   const double t0 = now_seconds();
-  auto model = Model::load(LoadOptions{a.model, a.n_threads, a.weight_dtype, a.act_quant});
+  auto model =
+      Model::load(LoadOptions{a.model, a.n_threads, a.weight_dtype, a.act_quant, a.weight_layout});
   if (!model) {
     std::fprintf(stderr, "dsserve logits: %s\n", model.message().c_str());
     return 1;
@@ -132,9 +135,7 @@ void add_logits(CLI::App& app) {
                   "MLA form: auto (naive prefill, absorbed decode) | naive | absorbed")
       ->check(CLI::IsMember({"auto", "naive", "absorbed"}));
   cmd->add_option("--chunk", a->chunk, "Prefill chunk size in tokens")->check(CLI::PositiveNumber);
-  cmd->add_option("--weight-dtype", a->weight_dtype,
-                  "Convert the linear weights at load: bf16 | fp8 | int8 (default: as stored)")
-      ->check(CLI::IsMember({"bf16", "fp8", "int8"}));
+  add_weight_flags(cmd, a->weight_dtype, a->weight_layout);
   cmd->add_option("--act-quant", a->act_quant, "none | fp8 (W8A8 for FP8 weights)")
       ->check(CLI::IsMember({"none", "fp8"}));
   cmd->add_option("--threads", a->n_threads, "Compute threads (0: all hardware threads)")

@@ -44,9 +44,7 @@ void add_engine_flags(CLI::App* cmd, EngineOptions& o, bool model_required) {
                   "Dynamic batch cap: while P99 time to first token is over this, let the cap "
                   "rise up to the TPOT target (0: off)")
       ->check(CLI::NonNegativeNumber);
-  cmd->add_option("--weight-dtype", o.weight_dtype,
-                  "Convert the linear weights at load: bf16 | fp8 | int8 (default: as stored)")
-      ->check(CLI::IsMember({"bf16", "fp8", "int8"}));
+  add_weight_flags(cmd, o.weight_dtype, o.weight_layout);
   cmd->add_option("--act-quant", o.act_quant,
                   "none | fp8: W8A8, activations into FP8 matmuls quantised per token per 128")
       ->check(CLI::IsMember({"none", "fp8"}))
@@ -56,6 +54,18 @@ void add_engine_flags(CLI::App* cmd, EngineOptions& o, bool model_required) {
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   cmd->add_option("--seed", o.seed, "Sampling seed for requests without their own")
+      ->capture_default_str();
+}
+
+void add_weight_flags(CLI::App* cmd, std::string& weight_dtype, std::string& weight_layout) {
+  cmd->add_option("--weight-dtype", weight_dtype,
+                  "Convert the linear weights at load: bf16 | fp8 | int8 (default: as stored)")
+      ->check(CLI::IsMember({"bf16", "fp8", "int8"}));
+  cmd->add_option("--weight-layout", weight_layout,
+                  "tiled: repack the linear weights at load into the CPU kernels' tiled layout "
+                  "(an owned copy, faster decode) | mmap: read them in place from the mapped "
+                  "checkpoint (zero copy); same results")
+      ->check(CLI::IsMember({"tiled", "mmap"}))
       ->capture_default_str();
 }
 

@@ -14,6 +14,7 @@
 #include "base/thread_pool.h"
 #include "kernels/cpu/matmul.h"
 #include "tensor/dtype.h"
+#include "tensor/tiled_layout.h"
 
 namespace dss {
 namespace {
@@ -22,9 +23,10 @@ struct Weights {
   Matrix m;
   std::vector<uint8_t> data;
   std::vector<float> scales;
+  OwnedMatrix tiled;  // tile_matrix(m) when the benchmark reads the tiled layout
 };
 
-Weights make(DType dt, int64_t rows, int64_t cols) {
+Weights make(DType dt, int64_t rows, int64_t cols, bool tiled = false) {
   Rng rng(3);
   Weights w;
   w.data.resize(static_cast<size_t>(rows * cols) * dtype_size(dt));
@@ -34,6 +36,12 @@ Weights make(DType dt, int64_t rows, int64_t cols) {
     w.scales.assign(static_cast<size_t>(w.m.n_scale_rows() * w.m.n_scale_cols()), 1e-3f);
     w.m.scales = w.scales.data();
   }
+  if (tiled) {
+    w.tiled = tile_matrix(w.m);
+    w.m = w.tiled.view();
+    w.data.clear();
+    w.data.shrink_to_fit();
+  }
   return w;
 }
 
@@ -42,8 +50,9 @@ ThreadPool& pool() {
   return p;
 }
 
-void run(benchmark::State& bs, DType dt, int64_t rows, int64_t cols, int64_t n_tok) {
-  const Weights w = make(dt, rows, cols);
+void run(benchmark::State& bs, DType dt, int64_t rows, int64_t cols, int64_t n_tok,
+         bool tiled = false) {
+  const Weights w = make(dt, rows, cols, tiled);
   std::vector<float> x(static_cast<size_t>(n_tok * cols), 0.01f),
       y(static_cast<size_t>(n_tok * rows));
   for (auto _ : bs) {
@@ -52,7 +61,7 @@ void run(benchmark::State& bs, DType dt, int64_t rows, int64_t cols, int64_t n_t
     });
     benchmark::DoNotOptimize(y.data());
   }
-  const double bytes = static_cast<double>(w.data.size() + w.scales.size() * 4);
+  const double bytes = static_cast<double>(w.m.data_bytes() + w.scales.size() * 4);
   const double flop = 2.0 * static_cast<double>(rows * cols * n_tok);
   bs.counters["GB/s"] =
       benchmark::Counter(bytes * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
@@ -64,6 +73,13 @@ void run(benchmark::State& bs, DType dt, int64_t rows, int64_t cols, int64_t n_t
 // 64 MiB of FP8 / 128 MiB of BF16: far beyond the caches, like a decode step's weights.
 void BM_Gemv_FP8(benchmark::State& bs) { run(bs, DType::kF8E4M3, 16384, 4096, bs.range(0)); }
 void BM_Gemv_BF16(benchmark::State& bs) { run(bs, DType::kBF16, 16384, 4096, bs.range(0)); }
+// The same in the tiled layout (tensor/matrix.h; what Model::load uses by default).
+void BM_Gemv_FP8_Tiled(benchmark::State& bs) {
+  run(bs, DType::kF8E4M3, 16384, 4096, bs.range(0), true);
+}
+void BM_Gemv_BF16_Tiled(benchmark::State& bs) {
+  run(bs, DType::kBF16, 16384, 4096, bs.range(0), true);
+}
 // ds-mini prefill shapes: o_proj-like 1024x1024 and a routed expert's gate (512x1024) at the ~48
 // tokens an expert sees in a 512-token prefill (6 of 64 experts per token).
 void BM_Gemm_FP8_1024(benchmark::State& bs) { run(bs, DType::kF8E4M3, 1024, 1024, bs.range(0)); }
@@ -71,6 +87,8 @@ void BM_Gemm_FP8_Expert(benchmark::State& bs) { run(bs, DType::kF8E4M3, 512, 102
 
 BENCHMARK(BM_Gemv_FP8)->Arg(1)->Arg(2)->Arg(4)->Arg(8)->Arg(16)->UseRealTime();
 BENCHMARK(BM_Gemv_BF16)->Arg(1)->Arg(4)->UseRealTime();
+BENCHMARK(BM_Gemv_FP8_Tiled)->Arg(1)->Arg(2)->Arg(4)->Arg(8)->Arg(16)->UseRealTime();
+BENCHMARK(BM_Gemv_BF16_Tiled)->Arg(1)->Arg(4)->UseRealTime();
 BENCHMARK(BM_Gemm_FP8_1024)->Arg(512)->Arg(2048)->UseRealTime();
 BENCHMARK(BM_Gemm_FP8_Expert)->Arg(48)->UseRealTime();
 

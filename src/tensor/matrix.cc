@@ -23,7 +23,7 @@ float load_as_f32(DType t, const void* data, int64_t i) {
 }
 
 float Matrix::at(int64_t r, int64_t c) const {
-  const float v = load_as_f32(dtype, data, r * n_cols + c);
+  const float v = load_as_f32(dtype, data, element_index(r, c));
   if (dtype == DType::kI8) return v * scales[r];
   if (dtype != DType::kF8E4M3) return v;
   return v * scales[(r / kFp8BlockSize) * n_scale_cols() + c / kFp8BlockSize];
@@ -31,6 +31,8 @@ float Matrix::at(int64_t r, int64_t c) const {
 
 Matrix Matrix::rows(int64_t row_begin, int64_t n) const {
   DSS_CHECK(row_begin >= 0 && n >= 0 && row_begin + n <= n_rows, row_begin, "+", n, " > ", n_rows);
+  DSS_CHECK(layout == WeightLayout::kRowMajor || row_begin % kTileRows == 0,
+            "tiled row slice must be tile aligned: ", row_begin);
   Matrix m = *this;
   m.n_rows = n;
   m.data = static_cast<const uint8_t*>(data) +

@@ -9,7 +9,20 @@ namespace dss {
 
 inline constexpr int64_t kFp8BlockSize = 128;  // weight_block_size [128, 128]
 
-// A 2-D weight [n_rows, n_cols], row-major, in one of F32 | BF16 | F16 | F8E4M3 | I8.
+// How a matrix's elements are ordered in memory.
+//   kRowMajor  [n_rows, n_cols]: the checkpoint's order (memory-mapped, zero copy).
+//   kTiled     rows in tiles of kTileRows (the last tile zero-padded to full height), each tile
+//              stored as n_cols / kTileCols chunks of [kTileRows, kTileCols] row-major:
+//              element (r, c) at ((r / 8) * (n_cols / 16) + c / 16) * 128 + (r % 8) * 16 + c % 16.
+//              A tile is one contiguous stream, so the 8-row GEMV tile reads one sequential run of
+//              memory instead of 8 (tensor/tiled_layout.h repacks at load; needs n_cols % 16 == 0).
+//              Tile t starts at element t * 8 * n_cols, as row 8t does in row-major order.
+enum class WeightLayout : uint8_t { kRowMajor, kTiled };
+inline constexpr int64_t kTileRows = 8;
+inline constexpr int64_t kTileCols = 16;
+
+// A 2-D weight [n_rows, n_cols] (`layout`: row-major or tiled, above), in one of
+// F32 | BF16 | F16 | F8E4M3 | I8.
 // For F8E4M3, `scales` is [ceil(n_rows/128), ceil(n_cols/128)] float32 multipliers
 // (`weight_scale_inv`): W[r, c] = fp8(data[r, c]) * scales[r/128, c/128]; edge blocks are ragged.
 // For I8 (per-output-channel INT8, docs/quantization.md), `scales` is [n_rows] float32
@@ -19,7 +32,8 @@ struct Matrix {
   int64_t n_rows = 0;
   int64_t n_cols = 0;
   const void* data = nullptr;
-  const float* scales = nullptr;  // F8E4M3 (block grid) and I8 (per row) only
+  const float* scales = nullptr;                  // F8E4M3 (block grid) and I8 (per row) only
+  WeightLayout layout = WeightLayout::kRowMajor;  // scales are always row-major
 
   int64_t n_scale_cols() const { return (n_cols + kFp8BlockSize - 1) / kFp8BlockSize; }
   int64_t n_scale_rows() const { return (n_rows + kFp8BlockSize - 1) / kFp8BlockSize; }
@@ -27,10 +41,23 @@ struct Matrix {
   // Element (r, c) as float32, exactly as the reference dequantises it. Slow: for tests, refs.
   float at(int64_t r, int64_t c) const;
   // The sub-matrix of rows [row_begin, row_begin + n): shares data and the scale grid.
-  // NOTE: for FP8 `row_begin` must be a multiple of 128 so the scale rows stay aligned.
-  // For I8 the per-row scales are sliced with the rows.
+  // NOTE: for FP8 `row_begin` must be a multiple of 128 so the scale rows stay aligned; for a
+  // tiled matrix a multiple of kTileRows. For I8 the per-row scales are sliced with the rows.
   Matrix rows(int64_t row_begin, int64_t n) const;
-  size_t data_bytes() const { return static_cast<size_t>(n_rows * n_cols) * dtype_size(dtype); }
+  // Index of element (r, c) in `data` (elements, not bytes).
+  int64_t element_index(int64_t r, int64_t c) const {
+    if (layout == WeightLayout::kRowMajor) return r * n_cols + c;
+    return ((r / kTileRows) * (n_cols / kTileCols) + c / kTileCols) * (kTileRows * kTileCols) +
+           (r % kTileRows) * kTileCols + c % kTileCols;
+  }
+  // Rows as stored: n_rows, or rounded up to whole tiles.
+  int64_t stored_rows() const {
+    return layout == WeightLayout::kRowMajor ? n_rows
+                                             : (n_rows + kTileRows - 1) / kTileRows * kTileRows;
+  }
+  size_t data_bytes() const {
+    return static_cast<size_t>(stored_rows() * n_cols) * dtype_size(dtype);
+  }
 };
 
 // A 1-D vector of F32 | BF16 | F16 values (norm weights, biases).

@@ -62,7 +62,8 @@ void dequantize_rows(const Matrix& m, int64_t row_begin, int64_t n, float* out) 
 }
 
 Matrix OwnedMatrix::view() const {
-  return Matrix{dtype, n_rows, n_cols, data.data(), scales.empty() ? nullptr : scales.data()};
+  return Matrix{dtype, n_rows, n_cols, data.data(), scales.empty() ? nullptr : scales.data(),
+                layout};
 }
 
 OwnedMatrix convert_matrix(const Matrix& m, DType to, bool ue8m0) {
@@ -73,6 +74,7 @@ OwnedMatrix convert_matrix(const Matrix& m, DType to, bool ue8m0) {
   o.n_rows = m.n_rows;
   o.n_cols = m.n_cols;
   o.data.resize(static_cast<size_t>(m.n_rows * m.n_cols) * dtype_size(to));
+  DSS_CHECK(m.layout == WeightLayout::kRowMajor, "convert_matrix: the input must be row-major");
   if (m.dtype == to) {  // unchanged: same codes, same scales
     std::memcpy(o.data.data(), m.data, o.data.size());
     if (to == DType::kF8E4M3)

@@ -33,6 +33,7 @@ struct OwnedMatrix {
   int64_t n_rows = 0, n_cols = 0;
   std::vector<uint8_t> data;
   std::vector<float> scales;  // F8E4M3: block grid; I8: per row; else empty
+  WeightLayout layout = WeightLayout::kRowMajor;
   Matrix view() const;
   size_t bytes() const { return data.size() + scales.size() * sizeof(float); }
 };
@@ -40,7 +41,8 @@ struct OwnedMatrix {
 // Converts m to `to` (BF16 | F8E4M3 | I8 | F32), 128 rows at a time (memory: the output plus a
 // 128-row f32 slab). BF16 output is round-to-nearest-even of the f32 dequantised value, which is
 // what DeepSeek's fp8_cast_bf16.py (weight_dequant) produces. `ue8m0` applies to F8E4M3 output.
-// A matrix already in `to` is copied unchanged (no requantisation).
+// A matrix already in `to` is copied unchanged (no requantisation). Input and output are
+// row-major (convert first, then tile: tensor/tiled_layout.h).
 OwnedMatrix convert_matrix(const Matrix& m, DType to, bool ue8m0);
 
 }  // namespace dss

@@ -47,6 +47,14 @@ check "logits are identical with --threads 1 and 3" /usr/bin/python3 -c "
 import json; a=json.load(open('$tmp/t1.json')); b=json.load(open('$tmp/t3.json'))
 assert a['last_logits']==b['last_logits'] and a['argmax']==b['argmax'] and a['greedy']==b['greedy'], 'differ'
 "
+# The tiled weight layout (default) and the zero-copy row-major mapping give the same logits.
+"$bin" logits --model "$data/golden/tiny-v3" --ids 1,2,3,4,5,6,7 --decode 8 --weight-layout mmap >"$tmp/mmap.json" 2>/dev/null
+check "logits are identical with --weight-layout mmap and tiled" /usr/bin/python3 -c "
+import json; a=json.load(open('$tmp/t1.json')); b=json.load(open('$tmp/mmap.json'))
+assert a['last_logits']==b['last_logits'] and a['argmax']==b['argmax'] and a['greedy']==b['greedy'], 'differ'
+"
+"$bin" logits --model "$data/golden/tiny-v3" --ids 1 --weight-layout rows >"$tmp/e0" 2>&1; rc=$?
+check "bad --weight-layout is rejected and named" grep -q "weight-layout" "$tmp/e0"
 
 # Bad input: clear errors, no crash.
 "$bin" logits --model "$tmp/m" --ids 0,abc >"$tmp/e1" 2>&1; rc=$?

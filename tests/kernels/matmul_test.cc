@@ -19,6 +19,7 @@
 #define DSS_TESTS_KERNELS_MATMUL_TEST_HELPERS_
 #include "base/rng.h"
 #include "kernels/ref/ref_kernels.h"
+#include "tensor/tiled_layout.h"
 namespace dss::test {
 struct RandomMatrix {
   Matrix m;
@@ -160,6 +161,46 @@ void TestMatmulResultsIndependentOfBatchAndRowSplit() {
   }
 }
 
+// The tiled layout (tensor/tiled_layout.h, what Model::load uses by default) holds the same
+// elements and gives bit-identical products: every path (GEMV tiles, GEMM), token count and row
+// split, including splits that are not tile aligned and a last tile padded with zero rows.
+void TestMatmulTiledEqualsRowMajor() {
+  Rng rng(2024);
+  const int64_t shapes[][2] = {{8, 16}, {37, 2112}, {300, 256}, {130, 1040}, {5, 48}};
+  for (DType dt : {DType::kF8E4M3, DType::kBF16, DType::kI8}) {
+    for (const auto& s : shapes) {
+      const int64_t rows = s[0], cols = s[1];
+      auto w = test::random_matrix(dt, rows, cols, rng);
+      ASSERT_TRUE(can_tile(w.m));
+      const OwnedMatrix tiled = tile_matrix(w.m);
+      const Matrix t = tiled.view();
+      ASSERT_EQ(t.layout, WeightLayout::kTiled);
+      for (int64_t r = 0; r < rows; ++r) {
+        for (int64_t c = 0; c < cols; ++c) ASSERT_EQ(t.at(r, c), w.m.at(r, c)) << r << "," << c;
+      }
+      for (const int64_t n_tok : {1, 2, 3, 4, 5, 6, 70}) {
+        std::vector<float> x(static_cast<size_t>(n_tok * cols));
+        for (auto& v : x) v = rng.normal();
+        std::vector<float> want(static_cast<size_t>(n_tok * rows)), got(want.size(), -1.0f);
+        MatmulRows(w.m, x.data(), n_tok, want.data(), 0, rows);
+        const int64_t cuts[] = {0,
+                                std::min<int64_t>(3, rows),
+                                std::min<int64_t>(8, rows),
+                                std::min<int64_t>(13, rows),
+                                std::min<int64_t>(16, rows),
+                                rows};
+        for (size_t k = 0; k + 1 < std::size(cuts); ++k)
+          MatmulRows(t, x.data(), n_tok, got.data(), cuts[k], cuts[k + 1]);
+        for (size_t i = 0; i < want.size(); ++i) {
+          ASSERT_EQ(got[i], want[i])
+              << dtype_name(dt) << " " << rows << "x" << cols << " tok " << n_tok << " index " << i
+              << " target " << hwy::TargetName(HWY_TARGET);
+        }
+      }
+    }
+  }
+}
+
 }  // namespace dss::cpu::HWY_NAMESPACE
 HWY_AFTER_NAMESPACE();
 
@@ -169,5 +210,6 @@ HWY_BEFORE_TEST(MatmulTest);
 HWY_EXPORT_AND_TEST_P(MatmulTest, TestMatmulAllDtypes);
 HWY_EXPORT_AND_TEST_P(MatmulTest, TestMatmulRowRangeWritesOnlyItsRows);
 HWY_EXPORT_AND_TEST_P(MatmulTest, TestMatmulResultsIndependentOfBatchAndRowSplit);
+HWY_EXPORT_AND_TEST_P(MatmulTest, TestMatmulTiledEqualsRowMajor);
 }  // namespace dss::cpu
 #endif

@@ -13,6 +13,7 @@
 
 #include "base/check.h"
 
+#include "hwy/cache_control.h"
 #include "hwy/highway.h"
 #include "kernels/cpu/hwy_util-inl.h"
 #include "tensor/matrix.h"
@@ -76,17 +77,35 @@ inline float ScalarWeight(const int8_t* p, int64_t i) { return static_cast<float
 template <typename T>
 constexpr float kDecodeScale = std::is_same_v<T, uint8_t> ? 1.329227995784916e36f : 1.0f;  // 2^120
 
-// Shape of one weight matrix as the row kernels see it. `block` is the column (and row) block
-// sharing one scale: 128 for FP8, n_cols (one block, no scale) otherwise.
-template <typename T>
+// One weight matrix as the row kernels see it. `block` is the column (and row) block sharing one
+// scale: 128 for FP8, n_cols (one block, no scale) otherwise. kTiled: the tiled layout
+// (tensor/matrix.h); element (r, c) is at row_base(r) + col_offset(c), and for c a multiple of
+// Lanes (which divides kTileCols) the Lanes elements from there are row r's columns c.. in order.
+template <typename TW, bool kTiledLayout>
 struct RowsView {
-  const T* HWY_RESTRICT w;           // [n_rows, n_cols] row-major
+  using T = TW;
+  static constexpr bool kTiled = kTiledLayout;
+  const T* HWY_RESTRICT w;           // [n_rows, n_cols] in the layout above
   const float* HWY_RESTRICT scales;  // FP8: [ceil(n_rows/block), ceil(n_cols/block)]; else null
   int64_t n_cols, n_rows, block;
   // Row r's scales (indexed by column block), or null. One division per call: hoist it out of
   // the column loops (a divide per block per row costs as much as the block's FMAs).
   const float* scale_row(int64_t r) const {
     return scales ? scales + (r / block) * ((n_cols + block - 1) / block) : nullptr;
+  }
+  const T* row_base(int64_t r) const {
+    if constexpr (kTiled) {
+      return w + (r / kTileRows) * kTileRows * n_cols + (r % kTileRows) * kTileCols;
+    } else {
+      return w + r * n_cols;
+    }
+  }
+  static int64_t col_offset(int64_t c) {
+    if constexpr (kTiled) {
+      return (c / kTileCols) * (kTileRows * kTileCols) + c % kTileCols;
+    } else {
+      return c;
+    }
   }
 };
 
@@ -145,16 +164,29 @@ inline constexpr int64_t kGemmCols = 1024;  // panel width; a multiple of the FP
 // rows of x ([kT, n_cols], row stride n_cols); every weight vector is decoded in registers once and
 // used kT times, and the kR x kT independent accumulator chains hide the FMA latency (one row alone
 // is latency-bound). Results go to y[k * n_rows + r + i] (y already offset to the first token).
-template <int kR, int kT, typename T>
-HWY_INLINE void GemvTile(const RowsView<T>& m, int64_t r, const float* HWY_RESTRICT x,
+// Software prefetch distance of the tiled GEMV stream: about one DRAM latency of reading at the
+// per-core bandwidth (~100 ns x ~12 GB/s); the hardware prefetchers alone leave the loop waiting.
+inline constexpr int64_t kPrefetchBytes = 2048;
+
+// kTiled: with r % kR == 0 and kR dividing kTileRows the tile's rows are adjacent kTileCols-wide
+// runs of one tile (GemvRows guarantees the alignment), so the whole tile is one memory stream.
+template <int kR, int kT, class View>
+HWY_INLINE void GemvTile(const View& m, int64_t r, const float* HWY_RESTRICT x,
                          float* HWY_RESTRICT y) {
   static_assert(kT >= 1 && kT <= 4, "CanonicalSums reduces up to 4 accumulators at once");
+  using T = typename View::T;
   const hn::ScalableTag<float> df;
   using V = hn::Vec<decltype(df)>;
   const auto N = static_cast<int64_t>(hn::Lanes(df));
   const int64_t n_cols = m.n_cols;
   const float* srow[kR];
+  const T* base[kR];
   for (int i = 0; i < kR; ++i) srow[i] = m.scale_row(r + i);
+  if constexpr (View::kTiled && kTileRows % kR == 0) {
+    for (int i = 0; i < kR; ++i) base[i] = m.row_base(r) + i * kTileCols;
+  } else {
+    for (int i = 0; i < kR; ++i) base[i] = m.row_base(r + i);
+  }
   for (int64_t p0 = 0; p0 < n_cols; p0 += kGemmCols) {
     const int64_t p1 = std::min(n_cols, p0 + kGemmCols);
     V acc[kR][kT];
@@ -171,14 +203,28 @@ HWY_INLINE void GemvTile(const RowsView<T>& m, int64_t r, const float* HWY_RESTR
         s[i] = srow[i] ? srow[i][cb] : 1.0f;
         vs[i] = hn::Set(df, s[i] * kDecodeScale<T>);
       }
-      for (c = c_begin; c + N <= c_end; c += N) {
+      // Column vector c of every row of the tile into the accumulators.
+      auto step = [&](int64_t c) HWY_ATTR {
+        const int64_t off = View::col_offset(c);
         V xv[kT];
         for (int j = 0; j < kT; ++j) xv[j] = hn::LoadU(df, x + j * n_cols + c);
         for (int i = 0; i < kR; ++i) {
-          const V wv = LoadWeights(df, m.w + (r + i) * n_cols + c, vs[i]);
+          const V wv = LoadWeights(df, base[i] + off, vs[i]);
           for (int j = 0; j < kT; ++j) acc[i][j] = hn::MulAdd(wv, xv[j], acc[i][j]);
         }
+      };
+      c = c_begin;
+      if constexpr (View::kTiled && kTileRows % kR == 0) {
+        // One contiguous run of kR * kTileCols weights per chunk: prefetch it kPrefetchBytes
+        // ahead, a cache line at a time, then the chunk's vectors in column order.
+        constexpr int64_t kRunBytes = kR * kTileCols * static_cast<int64_t>(sizeof(T));
+        for (; c + kTileCols <= c_end; c += kTileCols) {
+          const auto* run = reinterpret_cast<const uint8_t*>(base[0] + View::col_offset(c));
+          for (int64_t b = 0; b < kRunBytes; b += 64) hwy::Prefetch(run + kPrefetchBytes + b);
+          for (int64_t cv = c; cv < c + kTileCols; cv += N) step(cv);
+        }
       }
+      for (; c + N <= c_end; c += N) step(c);
     }
     // Only the last block of the panel can be ragged (blocks are multiples of Lanes).
     for (int i = 0; i < kR; ++i) {
@@ -187,9 +233,8 @@ HWY_INLINE void GemvTile(const RowsView<T>& m, int64_t r, const float* HWY_RESTR
       for (int j = 0; j < kT; ++j) {
         float t = sums[j];
         for (int64_t cc = c; cc < p1; ++cc) {
-          const float w = m.scales ? ScalarWeight(m.w + (r + i) * n_cols, cc) * s[i]
-                                   : ScalarWeight(m.w + (r + i) * n_cols, cc);
-          t += w * x[j * n_cols + cc];
+          const float w = ScalarWeight(base[i], View::col_offset(cc));
+          t += (m.scales ? w * s[i] : w) * x[j * n_cols + cc];
         }
         float& out = y[j * m.n_rows + r + i];
         out = p0 == 0 ? t : out + t;
@@ -198,11 +243,14 @@ HWY_INLINE void GemvTile(const RowsView<T>& m, int64_t r, const float* HWY_RESTR
   }
 }
 
-// Rows [r_begin, r_end) for kT tokens: tiles of kR rows, then single rows.
-template <int kR, int kT, typename T>
-HWY_INLINE void GemvRows(const RowsView<T>& m, const float* x, float* y, int64_t r_begin,
-                         int64_t r_end) {
+// Rows [r_begin, r_end) for kT tokens: tiles of kR rows, then single rows (tiled layout: single
+// rows first up to a multiple of kR, so every tile is one contiguous run).
+template <int kR, int kT, class View>
+HWY_INLINE void GemvRows(const View& m, const float* x, float* y, int64_t r_begin, int64_t r_end) {
   int64_t r = r_begin;
+  if constexpr (View::kTiled) {
+    for (; r < r_end && r % kR != 0; ++r) GemvTile<1, kT>(m, r, x, y);
+  }
   for (; r + kR <= r_end; r += kR) GemvTile<kR, kT>(m, r, x, y);
   for (; r < r_end; ++r) GemvTile<1, kT>(m, r, x, y);
 }
@@ -220,13 +268,14 @@ inline constexpr int64_t kGemmTokBlock = 64;
 
 // Decodes rows [r, r + kGemmRows) x columns [c0, c0 + n) to `out` ([kGemmRows, kGemmCols] f32,
 // fully scaled: fl(fp8 * scale) for FP8). Rows past n_rows are not touched.
-template <typename T>
-HWY_INLINE void DecodePanel(const RowsView<T>& m, int64_t r, int64_t n_r, int64_t c0, int64_t n,
+template <class View>
+HWY_INLINE void DecodePanel(const View& m, int64_t r, int64_t n_r, int64_t c0, int64_t n,
                             float* HWY_RESTRICT out) {
+  using T = typename View::T;
   const hn::ScalableTag<float> df;
   const auto N = static_cast<int64_t>(hn::Lanes(df));
   for (int64_t i = 0; i < n_r; ++i) {
-    const T* HWY_RESTRICT wr = m.w + (r + i) * m.n_cols;
+    const T* HWY_RESTRICT wr = m.row_base(r + i);
     float* HWY_RESTRICT o = out + i * kGemmCols;
     const float* srow = m.scale_row(r + i);
     int64_t cb = c0 / m.block;  // panels are block-aligned
@@ -235,8 +284,12 @@ HWY_INLINE void DecodePanel(const RowsView<T>& m, int64_t r, int64_t n_r, int64_
       const float s = srow ? srow[cb] : 1.0f;
       const auto vs = hn::Set(df, s * kDecodeScale<T>);
       int64_t c = c_begin;
-      for (; c + N <= c_end; c += N) hn::Store(LoadWeights(df, wr + c, vs), df, o + (c - c0));
-      for (; c < c_end; ++c) o[c - c0] = m.scales ? ScalarWeight(wr, c) * s : ScalarWeight(wr, c);
+      for (; c + N <= c_end; c += N)
+        hn::Store(LoadWeights(df, wr + View::col_offset(c), vs), df, o + (c - c0));
+      for (; c < c_end; ++c) {
+        const float w = ScalarWeight(wr, View::col_offset(c));
+        o[c - c0] = m.scales ? w * s : w;
+      }
     }
   }
 }
@@ -278,9 +331,9 @@ HWY_INLINE void GemmTile(const float* HWY_RESTRICT wd, int64_t n, const float* H
   }
 }
 
-template <typename T>
-void GemmRows(const RowsView<T>& m, const float* HWY_RESTRICT x, int64_t n_tok,
-              float* HWY_RESTRICT y, int64_t r_begin, int64_t r_end) {
+template <class View>
+void GemmRows(const View& m, const float* HWY_RESTRICT x, int64_t n_tok, float* HWY_RESTRICT y,
+              int64_t r_begin, int64_t r_end) {
   HWY_ALIGN float wd[kGemmRows * kGemmCols];
   const int64_t n_cols = m.n_cols, n_rows = m.n_rows;
   for (int64_t t0 = 0; t0 < n_tok; t0 += kGemmTokBlock) {
@@ -324,10 +377,10 @@ void GemmRows(const RowsView<T>& m, const float* HWY_RESTRICT x, int64_t n_tok,
 // per tile of <= 4 tokens.
 inline constexpr int64_t kGemmMinTokens = 5;
 
-// Rows [r_begin, r_end) for weights of element type T.
-template <typename T>
-void MatmulRowsT(const RowsView<T>& m, const float* HWY_RESTRICT x, int64_t n_tok,
-                 float* HWY_RESTRICT y, int64_t r_begin, int64_t r_end) {
+// Rows [r_begin, r_end) of the weights `m` views.
+template <class View>
+void MatmulRowsT(const View& m, const float* HWY_RESTRICT x, int64_t n_tok, float* HWY_RESTRICT y,
+                 int64_t r_begin, int64_t r_end) {
   if (n_tok >= kGemmMinTokens) return GemmRows(m, x, n_tok, y, r_begin, r_end);
   switch (n_tok) {
     case 4:
@@ -343,29 +396,42 @@ void MatmulRowsT(const RowsView<T>& m, const float* HWY_RESTRICT x, int64_t n_to
   }
 }
 
+// Rows [r_begin, r_end) of w in its layout (tiled: F8E4M3 | BF16 | I8 only).
+template <typename T>
+HWY_INLINE void MatmulRowsAs(const Matrix& w, const float* scales, int64_t block, const float* x,
+                             int64_t n_tok, float* y, int64_t r_begin, int64_t r_end) {
+  const auto* data = static_cast<const T*>(w.data);
+  if (w.layout == WeightLayout::kTiled) {
+    MatmulRowsT(RowsView<T, true>{data, scales, w.n_cols, w.n_rows, block}, x, n_tok, y, r_begin,
+                r_end);
+  } else {
+    MatmulRowsT(RowsView<T, false>{data, scales, w.n_cols, w.n_rows, block}, x, n_tok, y, r_begin,
+                r_end);
+  }
+}
+
 inline void MatmulRows(const Matrix& w, const float* x, int64_t n_tok, float* y, int64_t r_begin,
                        int64_t r_end) {
+  DSS_CHECK(w.layout == WeightLayout::kRowMajor ||
+                (w.n_cols % kTileCols == 0 &&
+                 (w.dtype == DType::kF8E4M3 || w.dtype == DType::kBF16 || w.dtype == DType::kI8)),
+            "matmul: tiled ", dtype_name(w.dtype), " [", w.n_rows, ", ", w.n_cols,
+            "] is not supported");
   switch (w.dtype) {
     case DType::kF8E4M3:
-      return MatmulRowsT(RowsView<uint8_t>{static_cast<const uint8_t*>(w.data), w.scales, w.n_cols,
-                                           w.n_rows, kFp8BlockSize},
-                         x, n_tok, y, r_begin, r_end);
+      return MatmulRowsAs<uint8_t>(w, w.scales, kFp8BlockSize, x, n_tok, y, r_begin, r_end);
     case DType::kBF16:
-      return MatmulRowsT(RowsView<uint16_t>{static_cast<const uint16_t*>(w.data), nullptr, w.n_cols,
-                                            w.n_rows, w.n_cols},
-                         x, n_tok, y, r_begin, r_end);
+      return MatmulRowsAs<uint16_t>(w, nullptr, w.n_cols, x, n_tok, y, r_begin, r_end);
     case DType::kF16:
-      return MatmulRowsT(RowsView<hwy::float16_t>{static_cast<const hwy::float16_t*>(w.data),
-                                                  nullptr, w.n_cols, w.n_rows, w.n_cols},
+      return MatmulRowsT(RowsView<hwy::float16_t, false>{static_cast<const hwy::float16_t*>(w.data),
+                                                         nullptr, w.n_cols, w.n_rows, w.n_cols},
                          x, n_tok, y, r_begin, r_end);
     case DType::kF32:
-      return MatmulRowsT(
-          RowsView<float>{static_cast<const float*>(w.data), nullptr, w.n_cols, w.n_rows, w.n_cols},
-          x, n_tok, y, r_begin, r_end);
+      return MatmulRowsT(RowsView<float, false>{static_cast<const float*>(w.data), nullptr,
+                                                w.n_cols, w.n_rows, w.n_cols},
+                         x, n_tok, y, r_begin, r_end);
     case DType::kI8:  // integer dot products, then y[t, r] *= scales[r]
-      MatmulRowsT(RowsView<int8_t>{static_cast<const int8_t*>(w.data), nullptr, w.n_cols, w.n_rows,
-                                   w.n_cols},
-                  x, n_tok, y, r_begin, r_end);
+      MatmulRowsAs<int8_t>(w, nullptr, w.n_cols, x, n_tok, y, r_begin, r_end);
       for (int64_t t = 0; t < n_tok; ++t) {
         for (int64_t r = r_begin; r < r_end; ++r) y[t * w.n_rows + r] *= w.scales[r];
       }

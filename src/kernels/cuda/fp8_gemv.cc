@@ -10,6 +10,8 @@ namespace {
 Status check_fp8(const Matrix& w) {
   if (w.dtype != DType::kF8E4M3 || w.scales == nullptr)
     return Status::error("fp8_gemv: the matrix must be F8E4M3 with block scales");
+  if (w.layout != WeightLayout::kRowMajor)
+    return Status::error("fp8_gemv: the matrix must be row-major (load with --weight-layout mmap)");
   return Status::ok();
 }
 

@@ -3,6 +3,8 @@
 #include <cmath>
 #include <map>
 
+#include "tensor/tiled_layout.h"
+
 namespace dss {
 
 namespace {
@@ -15,10 +17,12 @@ std::string shape_str(const std::vector<int64_t>& s) {
 
 class Loader {
  public:
-  Loader(const Checkpoint& ck, const QuantPolicy* convert, std::vector<OwnedMatrix>& owned)
-      : ck_(ck), convert_(convert), owned_(owned) {}
+  Loader(const Checkpoint& ck, const QuantPolicy* convert, bool tile,
+         std::vector<OwnedMatrix>& owned)
+      : ck_(ck), convert_(convert), tile_(tile), owned_(owned) {}
 
-  Result<Matrix> matrix(const std::string& name, int64_t rows, int64_t cols) {
+  // `tileable`: false for matrices read by row lookup (the embedding), which stay row-major.
+  Result<Matrix> matrix(const std::string& name, int64_t rows, int64_t cols, bool tileable = true) {
     DSS_ASSIGN_OR_RETURN(TensorView t, ck_.get(name));
     const std::vector<int64_t> want = {rows, cols};
     if (t.shape != want) {
@@ -54,6 +58,10 @@ class Loader {
     }
     if (convert_ != nullptr && convert_->converts(name, 2)) {
       owned_.push_back(convert_matrix(m, convert_->to, convert_->ue8m0));
+      m = owned_.back().view();
+    }
+    if (tile_ && tileable && can_tile(m)) {
+      owned_.push_back(tile_matrix(m));
       m = owned_.back().view();
     }
     count(m.dtype, m.data_bytes());
@@ -121,6 +129,7 @@ class Loader {
   void count(DType t, size_t n) { bytes_[std::string(dtype_name(t))] += n; }
   const Checkpoint& ck_;
   const QuantPolicy* convert_;
+  bool tile_;
   std::vector<OwnedMatrix>& owned_;
   std::map<std::string, size_t> bytes_;
 };
@@ -137,10 +146,11 @@ void dequantise_kv_b(MlaWeights& w) {
 }  // namespace
 
 Result<ModelWeights> load_weights(const Checkpoint& ck, const ModelConfig& c,
-                                  const QuantPolicy* convert) {
+                                  const QuantPolicy* convert, bool tile) {
   ModelWeights w;
-  Loader ld(ck, convert, w.owned);
-  DSS_ASSIGN_OR_RETURN(w.embed, ld.matrix("model.embed_tokens.weight", c.n_vocab, c.d_model));
+  Loader ld(ck, convert, tile, w.owned);
+  DSS_ASSIGN_OR_RETURN(w.embed,
+                       ld.matrix("model.embed_tokens.weight", c.n_vocab, c.d_model, false));
   DSS_ASSIGN_OR_RETURN(w.final_norm, ld.vector("model.norm.weight", c.d_model));
   DSS_ASSIGN_OR_RETURN(w.lm_head, ld.matrix("lm_head.weight", c.n_vocab, c.d_model));
   if (w.embed.dtype == DType::kF8E4M3) {

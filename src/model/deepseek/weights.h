@@ -68,7 +68,8 @@ struct ModelWeights {
   std::vector<LayerWeights> layers;
   // Bytes by dtype name (F8_E4M3 includes its scales' F32 bytes under "F32"; I8 its row scales).
   std::vector<std::pair<std::string, size_t>> bytes_by_dtype;
-  // Weights converted at load (`--weight-dtype`): the Matrix views above point into these.
+  // Weights converted or tiled at load (`--weight-dtype`, `--weight-layout`): the Matrix views
+  // above point into these.
   std::vector<OwnedMatrix> owned;
 };
 
@@ -76,7 +77,9 @@ struct ModelWeights {
 // weight_scale_inv of the right shape, I8 its weight_scale [rows, 1] of finite positive F32),
 // shape. Errors name the file and the tensor. With `convert`, the tensors the policy selects are
 // converted into owned buffers (ModelWeights::owned) with the same rules as `dsserve convert`.
+// With `tile`, every matrix the CPU kernels can read tiled (tensor/tiled_layout.h; not the
+// embedding) is then repacked into an owned tiled copy; otherwise the views stay on the mapping.
 Result<ModelWeights> load_weights(const Checkpoint& ck, const ModelConfig& cfg,
-                                  const QuantPolicy* convert = nullptr);
+                                  const QuantPolicy* convert = nullptr, bool tile = false);
 
 }  // namespace dss

@@ -30,13 +30,16 @@ Result<std::unique_ptr<Model>> Model::load(const LoadOptions& opts) {
   if (opts.act_quant != "none" && opts.act_quant != "fp8")
     return Status::error("--act-quant: '", opts.act_quant, "' is not none | fp8");
   m->act_quant_fp8_ = opts.act_quant == "fp8";
+  if (opts.weight_layout != "tiled" && opts.weight_layout != "mmap")
+    return Status::error("--weight-layout: '", opts.weight_layout, "' is not tiled | mmap");
+  const bool tile = opts.weight_layout == "tiled";
   if (opts.weight_dtype.empty()) {
-    DSS_ASSIGN_OR_RETURN(m->w_, load_weights(m->ck_, m->cfg_));
+    DSS_ASSIGN_OR_RETURN(m->w_, load_weights(m->ck_, m->cfg_, nullptr, tile));
   } else {
     QuantPolicy policy;
     DSS_ASSIGN_OR_RETURN(policy.to, parse_weight_dtype(opts.weight_dtype, "--weight-dtype"));
     policy.ue8m0 = m->cfg_.quant.ue8m0 || m->cfg_.arch == ModelArch::kDeepseekV32;
-    DSS_ASSIGN_OR_RETURN(m->w_, load_weights(m->ck_, m->cfg_, &policy));
+    DSS_ASSIGN_OR_RETURN(m->w_, load_weights(m->ck_, m->cfg_, &policy, tile));
   }
   const int32_t n_threads =
       opts.n_threads > 0 ? opts.n_threads

@@ -35,6 +35,10 @@ struct LoadOptions {
   // --act-quant: "none" | "fp8" (W8A8: activations entering FP8 matmuls are quantised per token
   // per 128 channels, kernels/cpu/act_quant.h; the Workspace needs WorkspaceLimits::act_quant).
   std::string act_quant = "none";
+  // --weight-layout: "tiled" repacks the linear weights at load into the kernels' tiled layout
+  // (tensor/matrix.h; an owned copy, faster GEMV); "mmap" reads them in place from the
+  // memory-mapped checkpoint (zero copy, row-major). Same results either way, bit for bit.
+  std::string weight_layout = "tiled";
 };
 
 class Model {

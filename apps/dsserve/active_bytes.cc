@@ -4,7 +4,8 @@ namespace dss::app {
 
 int64_t matrix_bytes(const Matrix& m) {
   if (m.empty()) return 0;
-  int64_t b = static_cast<int64_t>(m.data_bytes());
+  // The checkpoint's bytes: a tiled copy's zero padding rows (tensor/matrix.h) are not counted.
+  int64_t b = m.n_rows * m.n_cols * static_cast<int64_t>(dtype_size(m.dtype));
   if (m.dtype == DType::kF8E4M3) b += m.n_scale_rows() * m.n_scale_cols() * 4;
   if (m.dtype == DType::kI8) b += m.n_rows * 4;
   return b;

@@ -56,7 +56,7 @@ void run(benchmark::State& bs, DType dt, int64_t rows, int64_t cols, int64_t n_t
   std::vector<float> x(static_cast<size_t>(n_tok * cols), 0.01f),
       y(static_cast<size_t>(n_tok * rows));
   for (auto _ : bs) {
-    pool().parallel_for(rows, 16, [&](int64_t r0, int64_t r1, int32_t) {
+    pool().parallel_for(rows, kTileRows, [&](int64_t r0, int64_t r1, int32_t) {
       cpu::matmul_rows(w.m, x.data(), n_tok, y.data(), r0, r1);
     });
     benchmark::DoNotOptimize(y.data());
@@ -89,8 +89,17 @@ BENCHMARK(BM_Gemv_FP8)->Arg(1)->Arg(2)->Arg(4)->Arg(8)->Arg(16)->UseRealTime();
 BENCHMARK(BM_Gemv_BF16)->Arg(1)->Arg(4)->UseRealTime();
 BENCHMARK(BM_Gemv_FP8_Tiled)->Arg(1)->Arg(2)->Arg(4)->Arg(8)->Arg(16)->UseRealTime();
 BENCHMARK(BM_Gemv_BF16_Tiled)->Arg(1)->Arg(4)->UseRealTime();
+void BM_Gemm_FP8_1024_Tiled(benchmark::State& bs) {
+  run(bs, DType::kF8E4M3, 1024, 1024, bs.range(0), true);
+}
+void BM_Gemm_FP8_Expert_Tiled(benchmark::State& bs) {
+  run(bs, DType::kF8E4M3, 512, 1024, bs.range(0), true);
+}
+
 BENCHMARK(BM_Gemm_FP8_1024)->Arg(512)->Arg(2048)->UseRealTime();
 BENCHMARK(BM_Gemm_FP8_Expert)->Arg(48)->UseRealTime();
+BENCHMARK(BM_Gemm_FP8_1024_Tiled)->Arg(512)->Arg(2048)->UseRealTime();
+BENCHMARK(BM_Gemm_FP8_Expert_Tiled)->Arg(48)->UseRealTime();
 
 }  // namespace
 }  // namespace dss

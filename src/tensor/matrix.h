@@ -12,14 +12,14 @@ inline constexpr int64_t kFp8BlockSize = 128;  // weight_block_size [128, 128]
 // How a matrix's elements are ordered in memory.
 //   kRowMajor  [n_rows, n_cols]: the checkpoint's order (memory-mapped, zero copy).
 //   kTiled     rows in tiles of kTileRows (the last tile zero-padded to full height), each tile
-//              stored as n_cols / kTileCols chunks of [kTileRows, kTileCols] row-major:
-//              element (r, c) at ((r / 8) * (n_cols / 16) + c / 16) * 128 + (r % 8) * 16 + c % 16.
-//              A tile is one contiguous stream, so the 8-row GEMV tile reads one sequential run of
-//              memory instead of 8 (tensor/tiled_layout.h repacks at load; needs n_cols % 16 == 0).
-//              Tile t starts at element t * 8 * n_cols, as row 8t does in row-major order.
+//              column-major [n_cols][kTileRows]: element (r, c) at
+//              (r / 32) * 32 * n_cols + c * 32 + r % 32. A column of a tile is one contiguous
+//              run, so the CPU kernels keep rows in vector lanes (a dot product is never split
+//              over lanes) and a tile is one sequential stream (tensor/tiled_layout.h repacks at
+//              load). Tile t starts at element t * 32 * n_cols, as row 32t does in row-major
+//              order; 32 rows are inside one 128-row FP8 scale block.
 enum class WeightLayout : uint8_t { kRowMajor, kTiled };
-inline constexpr int64_t kTileRows = 8;
-inline constexpr int64_t kTileCols = 16;
+inline constexpr int64_t kTileRows = 32;
 
 // A 2-D weight [n_rows, n_cols] (`layout`: row-major or tiled, above), in one of
 // F32 | BF16 | F16 | F8E4M3 | I8.
@@ -47,8 +47,7 @@ struct Matrix {
   // Index of element (r, c) in `data` (elements, not bytes).
   int64_t element_index(int64_t r, int64_t c) const {
     if (layout == WeightLayout::kRowMajor) return r * n_cols + c;
-    return ((r / kTileRows) * (n_cols / kTileCols) + c / kTileCols) * (kTileRows * kTileCols) +
-           (r % kTileRows) * kTileCols + c % kTileCols;
+    return (r / kTileRows) * kTileRows * n_cols + c * kTileRows + r % kTileRows;
   }
   // Rows as stored: n_rows, or rounded up to whole tiles.
   int64_t stored_rows() const {

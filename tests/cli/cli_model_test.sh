@@ -47,11 +47,14 @@ check "logits are identical with --threads 1 and 3" /usr/bin/python3 -c "
 import json; a=json.load(open('$tmp/t1.json')); b=json.load(open('$tmp/t3.json'))
 assert a['last_logits']==b['last_logits'] and a['argmax']==b['argmax'] and a['greedy']==b['greedy'], 'differ'
 "
-# The tiled weight layout (default) and the zero-copy row-major mapping give the same logits.
+# The tiled weight layout (default) and the zero-copy row-major mapping agree: each has its own
+# summation order (docs/architecture.md), so the logits match to rounding and the tokens exactly.
 "$bin" logits --model "$data/golden/tiny-v3" --ids 1,2,3,4,5,6,7 --decode 8 --weight-layout mmap >"$tmp/mmap.json" 2>/dev/null
-check "logits are identical with --weight-layout mmap and tiled" /usr/bin/python3 -c "
+check "logits agree with --weight-layout mmap and tiled" /usr/bin/python3 -c "
 import json; a=json.load(open('$tmp/t1.json')); b=json.load(open('$tmp/mmap.json'))
-assert a['last_logits']==b['last_logits'] and a['argmax']==b['argmax'] and a['greedy']==b['greedy'], 'differ'
+assert a['argmax']==b['argmax'] and a['greedy']==b['greedy'], 'tokens differ'
+d=max(abs(x-y) for x,y in zip(a['last_logits'],b['last_logits']))
+assert d <= 1e-3, d
 "
 "$bin" logits --model "$data/golden/tiny-v3" --ids 1 --weight-layout rows >"$tmp/e0" 2>&1; rc=$?
 check "bad --weight-layout is rejected and named" grep -q "weight-layout" "$tmp/e0"

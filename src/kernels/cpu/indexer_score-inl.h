@@ -6,7 +6,7 @@
 //     heads, [D, width] contiguous, so the kH head vectors at dimension d are adjacent loads and
 //     a tile streams its panel sequentially;
 //   - keys are processed kK at a time: each key's D codes are decoded to f32 once into an L1
-//     scratch kf [kK, D] (scaled by 2^-8, see DecodeE4m3);
+//     scratch kf [kK, D] (scaled by 2^-8, see DecodeE4m3F16 in hwy_util-inl.h);
 //   - a register tile of kH head vectors x kK keys accumulates acc[v, k] += qt[d, heads v] *
 //     broadcast(kf[k, d]) over d: 12 accumulators, every FMA on a register, no reductions
 //     inside the loop;
@@ -33,22 +33,6 @@ HWY_BEFORE_NAMESPACE();
 namespace dss::cpu::HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
-// Lanes(df) e4m3fn codes at `p` as f32 values times 2^-8, exactly. An e4m3fn code s.eeee.mmm
-// placed as f16 bits s.0eeee.mmm0000000 is the same value times 2^-8 (exponent bias 7 vs 15;
-// subnormals too, both have minimum exponent field 0), so: sign-extend the byte to 16 bits,
-// shift left by 7 (bits 0..6 -> 7..13; the sign extension fills bit 15, the sign bit lands on
-// bit 14), clear bit 14, and widen f16 -> f32 (F16C on AVX2/AVX-512). NaN codes are not expected.
-template <class DF>
-HWY_INLINE hn::Vec<DF> DecodeE4m3(DF df, const uint8_t* HWY_RESTRICT p) {
-  const hn::Rebind<int8_t, DF> d8;
-  const hn::Rebind<int16_t, DF> d16;
-  const hn::Rebind<hwy::float16_t, DF> dh;
-  const auto b = hn::PromoteTo(d16, hn::LoadU(d8, reinterpret_cast<const int8_t*>(p)));
-  const auto h =
-      hn::And(hn::ShiftLeft<7>(b), hn::Set(d16, static_cast<int16_t>(-16512)));  // 0xBF80
-  return hn::PromoteTo(df, hn::BitCast(dh, h));
-}
-
 // Keys [i0, i0 + n_keys) -> kf [kK, D] f32 (value * 2^-8); rows n_keys..kK-1 are zero.
 template <class DF>
 HWY_INLINE void DecodeKeys(DF df, const uint8_t* HWY_RESTRICT keys, int64_t n_keys, int32_t kK,
@@ -62,7 +46,7 @@ HWY_INLINE void DecodeKeys(DF df, const uint8_t* HWY_RESTRICT keys, int64_t n_ke
     }
     const uint8_t* HWY_RESTRICT src = keys + static_cast<int64_t>(k) * D;
     int32_t d = 0;
-    for (; d + N <= D; d += N) hn::StoreU(DecodeE4m3(df, src + d), df, row + d);
+    for (; d + N <= D; d += N) hn::StoreU(DecodeE4m3F16(df, src + d), df, row + d);
     for (; d < D; ++d) row[d] = fp8e4m3_to_f32(src[d]) * (1.0f / 256.0f);
   }
 }
@@ -155,7 +139,7 @@ void IndexScoresT(DF df, const uint8_t* HWY_RESTRICT keys, const float* HWY_REST
     ScoreKeyBlock<kK, kD>(df, qt, coef, HI, D, kf, sums);
     for (int64_t k = 0; k < n_keys; ++k) {
       const float s = ReduceSumF(df, hn::LoadU(df, sums + k * N));
-      scores[i0 + k] = s * (key_scales[i0 + k] * 256.0f);  // undo DecodeE4m3's 2^-8
+      scores[i0 + k] = s * (key_scales[i0 + k] * 256.0f);  // undo DecodeE4m3F16's 2^-8
     }
   }
 }

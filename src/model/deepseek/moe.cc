@@ -29,11 +29,12 @@ struct ExpertJob {
 };
 inline constexpr int32_t kMaxJobs = 1024 + 1;  // experts (ModelConfig allows <= 1024) + shared
 inline constexpr int32_t kMaxChoices = 64;     // num_experts_per_tok (ModelConfig allows <= 64)
-inline constexpr int64_t kRowGrain = 16;       // row ranges stay 16-aligned (contiguous weights)
+// Row ranges stay tile aligned: a weight tile (tensor/matrix.h) is computed by one thread.
+inline constexpr int64_t kRowGrain = kTileRows;
 
 // Calls fn(job, r0, r1) over rows [0, rows(job)) of every job, split across the pool's threads by
 // estimated cost (a row costs its token count plus ~4 tokens' worth of weight reading), one
-// contiguous (job, row) range per thread, ranges 16-row aligned.
+// contiguous (job, row) range per thread, ranges tile aligned.
 template <typename RowsOf, typename Fn>
 void run_jobs(ThreadPool& pool, const ExpertJob* jobs, int32_t n_jobs, RowsOf rows_of, Fn fn) {
   auto row_cost = [&](int32_t j) { return static_cast<int64_t>(jobs[j].n_tok) + 4; };

@@ -115,8 +115,9 @@ void Model::mm(const Matrix& w, const float* x, int64_t n_tok, float* y) const {
     cpu::act_quant_fp8(x, n_tok, w.n_cols, cfg_.quant.ue8m0, t_act_q->data());
     x = t_act_q->data();
   }
-  // Grain: 16 rows, so a thread's share of a row block stays contiguous in memory.
-  pool_->parallel_for(w.n_rows, 16, [&](int64_t r0, int64_t r1, int32_t) {
+  // Grain: one weight tile (tensor/matrix.h), so no tile is split between threads (a split tile
+  // would be computed by both: same results, wasted work) and a thread's rows are contiguous.
+  pool_->parallel_for(w.n_rows, kTileRows, [&](int64_t r0, int64_t r1, int32_t) {
     cpu::matmul_rows(w, x, n_tok, y, r0, r1);
   });
 }

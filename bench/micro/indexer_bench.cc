@@ -77,6 +77,39 @@ void BM_IndexScores(benchmark::State& bs) {
       benchmark::Counter(flops * 1e-9 / peak, benchmark::Counter::kIsIterationInvariantRate);
 }
 
+// One decode token's indexer work over the 12 layers of ds-mini-v32 at context n (HI = 8):
+// the keys of all layers (12 * n * 128 bytes: 48 MiB at 32K, beyond the L3) streamed from
+// memory, scored in calls of `run` keys (64: one KV page per call, as pages are laid out), then
+// top-2048 per layer. Per-token milliseconds, one thread.
+void BM_IndexDecodeStep(benchmark::State& bs) {
+  const int64_t n = bs.range(0), run = bs.range(1);
+  constexpr int32_t kHI = 8, kLayers = 12;
+  Rng rng(5);
+  std::vector<uint8_t> keys(static_cast<size_t>(kLayers * n * kD));
+  for (auto& b : keys) b = static_cast<uint8_t>(rng.next_u64() % 0x7F);
+  std::vector<float> key_scales(static_cast<size_t>(kLayers * n), 0.5f),
+      q(static_cast<size_t>(kHI * kD)), coef(kHI), scores(static_cast<size_t>(n));
+  for (auto& v : q) v = rng.normal();
+  for (auto& v : coef) v = rng.normal();
+  const int64_t k = std::min<int64_t>(2048, n);
+  std::vector<int32_t> out(static_cast<size_t>(k)), scratch(static_cast<size_t>(n));
+  for (auto _ : bs) {
+    for (int32_t l = 0; l < kLayers; ++l) {
+      const uint8_t* lk = keys.data() + static_cast<size_t>(l * n * kD);
+      const float* ls = key_scales.data() + static_cast<size_t>(l * n);
+      for (int64_t i = 0; i < n; i += run) {
+        cpu::index_scores(lk + i * kD, ls + i, std::min(run, n - i), q.data(), coef.data(), kHI, kD,
+                          scores.data() + i);
+      }
+      cpu::top_k_indices(scores.data(), n, k, out.data(), scratch.data());
+      benchmark::DoNotOptimize(out.data());
+    }
+  }
+  bs.counters["GFLOP/s"] =
+      benchmark::Counter(2.0 * kHI * kD * static_cast<double>(n) * kLayers * 1e-9,
+                         benchmark::Counter::kIsIterationInvariantRate);
+}
+
 void BM_TopK(benchmark::State& bs) {
   const int64_t n = bs.range(0), k = std::min<int64_t>(2048, n);
   Rng rng(4);
@@ -94,6 +127,10 @@ BENCHMARK(BM_IndexScores)
     ->ArgNames({"HI", "n"})
     ->ArgsProduct({{8, 64}, {2048, 32768}})
     ->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_IndexDecodeStep)
+    ->ArgNames({"n", "run"})
+    ->ArgsProduct({{8192, 32768}, {64, 1 << 20}})
+    ->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_TopK)->Arg(4096)->Arg(32768)->Unit(benchmark::kMicrosecond);
 
 }  // namespace

@@ -44,6 +44,7 @@ struct BenchModelArgs {
   std::string kv_cache_dtype = "auto";  // auto: fp8 for V3.2, bf16 for V3 (as serve)
   std::string weight_dtype;
   std::string weight_layout = "tiled";
+  std::string lm_head_dtype;
   int64_t bandwidth_mib = 1024;
   uint64_t seed = 1234;
   bool json = false;
@@ -177,8 +178,8 @@ int run_bench_model(const BenchModelArgs& a) {
     std::fprintf(stderr, "dsserve bench-model: %s\n", s.message().c_str());
     return 2;
   }
-  auto loaded =
-      Model::load(LoadOptions{a.model, a.n_threads, a.weight_dtype, "none", a.weight_layout});
+  auto loaded = Model::load(
+      LoadOptions{a.model, a.n_threads, a.weight_dtype, "none", a.weight_layout, a.lm_head_dtype});
   if (!loaded) {
     std::fprintf(stderr, "dsserve bench-model: %s\n", loaded.message().c_str());
     return 1;
@@ -195,6 +196,7 @@ int run_bench_model(const BenchModelArgs& a) {
   j["repetitions"] = a.repetitions;
   j["weight_dtype"] = a.weight_dtype.empty() ? "stored" : a.weight_dtype;
   j["weight_layout"] = a.weight_layout;
+  j["lm_head_dtype"] = a.lm_head_dtype.empty() ? "stored" : a.lm_head_dtype;
   j["kv_cache_dtype"] = kv_dtype_name(kv_dtype(m, a));
   j["decode_tokens"] = a.decode_tokens;
   j["decode_token_ids"] = "fixed random";
@@ -315,7 +317,7 @@ void register_bench_model_command(CLI::App& app) {
                   "KV-cache storage: auto (fp8 for V3.2, bf16 for V3) | bf16 | f32 | fp8")
       ->check(CLI::IsMember({"auto", "bf16", "f32", "fp8"}))
       ->capture_default_str();
-  add_weight_flags(cmd, a->weight_dtype, a->weight_layout);
+  add_weight_flags(cmd, a->weight_dtype, a->weight_layout, a->lm_head_dtype);
   cmd->add_option("--bandwidth-mib", a->bandwidth_mib, "Buffer of the read-bandwidth measurement")
       ->capture_default_str();
   cmd->add_option("--seed", a->seed, "Seed of the random token ids")->capture_default_str();

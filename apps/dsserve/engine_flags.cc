@@ -44,7 +44,7 @@ void add_engine_flags(CLI::App* cmd, EngineOptions& o, bool model_required) {
                   "Dynamic batch cap: while P99 time to first token is over this, let the cap "
                   "rise up to the TPOT target (0: off)")
       ->check(CLI::NonNegativeNumber);
-  add_weight_flags(cmd, o.weight_dtype, o.weight_layout);
+  add_weight_flags(cmd, o.weight_dtype, o.weight_layout, o.lm_head_dtype);
   cmd->add_option("--act-quant", o.act_quant,
                   "none | fp8: W8A8, activations into FP8 matmuls quantised per token per 128")
       ->check(CLI::IsMember({"none", "fp8"}))
@@ -57,9 +57,15 @@ void add_engine_flags(CLI::App* cmd, EngineOptions& o, bool model_required) {
       ->capture_default_str();
 }
 
-void add_weight_flags(CLI::App* cmd, std::string& weight_dtype, std::string& weight_layout) {
+void add_weight_flags(CLI::App* cmd, std::string& weight_dtype, std::string& weight_layout,
+                      std::string& lm_head_dtype) {
   cmd->add_option("--weight-dtype", weight_dtype,
-                  "Convert the linear weights at load: bf16 | fp8 | int8 (default: as stored)")
+                  "Convert the linear weights at load: bf16 | fp8 | int8 (default: as stored; "
+                  "lm_head, embedding, router and indexer head weights stay as stored)")
+      ->check(CLI::IsMember({"bf16", "fp8", "int8"}));
+  cmd->add_option("--lm-head-dtype", lm_head_dtype,
+                  "Convert lm_head at load: bf16 | fp8 | int8 (default: as stored, BF16 in "
+                  "DeepSeek's releases)")
       ->check(CLI::IsMember({"bf16", "fp8", "int8"}));
   cmd->add_option("--weight-layout", weight_layout,
                   "tiled: repack the linear weights at load into the CPU kernels' tiled layout "

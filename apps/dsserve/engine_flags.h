@@ -10,8 +10,9 @@ namespace dss::app {
 // Adds --model and the engine flags to `cmd`, writing into `o` (which must outlive parsing).
 void add_engine_flags(CLI::App* cmd, EngineOptions& o, bool model_required);
 
-// --weight-dtype and --weight-layout (model/runtime/model.h LoadOptions), for every command that
-// loads a model.
-void add_weight_flags(CLI::App* cmd, std::string& weight_dtype, std::string& weight_layout);
+// --weight-dtype, --weight-layout and --lm-head-dtype (model/runtime/model.h LoadOptions), for
+// every command that loads a model.
+void add_weight_flags(CLI::App* cmd, std::string& weight_dtype, std::string& weight_layout,
+                      std::string& lm_head_dtype);
 
 }  // namespace dss::app

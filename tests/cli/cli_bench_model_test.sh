@@ -95,6 +95,21 @@ check "bench-model --weight-dtype bf16" /usr/bin/python3 -c "
 import json; a=json.load(open('$tmp/tiny.json')); b=json.load(open('$tmp/bf16.json'))
 assert b['active_weight_bytes_per_token'] > a['active_weight_bytes_per_token']"
 
+# --lm-head-dtype fp8: lm_head alone becomes FP8 (1 byte per weight + one f32 scale per 128x128
+# block, from the BF16 checkpoint's 2 bytes), every other count unchanged.
+"$bin" bench-model --model "$tmp/tiny" "${small[@]}" --lm-head-dtype fp8 --json \
+  >"$tmp/lmfp8.json" 2>"$tmp/lmfp8.err"
+check "bench-model --lm-head-dtype fp8" /usr/bin/python3 -c "
+import json; a=json.load(open('$tmp/tiny.json'))['active_weight_bytes']; b=json.load(open('$tmp/lmfp8.json'))
+assert b['lm_head_dtype'] == 'fp8', b['lm_head_dtype']
+b=b['active_weight_bytes']; ceil=lambda x: (x + 127) // 128
+n = a['lm_head'] // 2  # BF16 elements: vocab 1000 x d_model
+d = $(/usr/bin/python3 -c "import json; print(json.load(open('$tmp/tiny/config.json'))['hidden_size'])")
+assert b['lm_head'] == n + ceil(n // d) * ceil(d) * 4, (a['lm_head'], b['lm_head'])
+assert {k: v for k, v in a.items() if k != 'lm_head'} == {k: v for k, v in b.items() if k != 'lm_head'}"
+"$bin" bench-model --model "$tmp/tiny" --lm-head-dtype fp4 >"$tmp/e0" 2>&1; rc=$?
+check "bad --lm-head-dtype is rejected and named" grep -q -- "--lm-head-dtype" "$tmp/e0"
+
 # Bad flags: exit 2 with the flag named.
 "$bin" bench-model --model "$tmp/tiny" --decode-batch 0 >"$tmp/e1" 2>&1; rc=$?
 check "bad --decode-batch exits 2" test $rc -eq 2

@@ -17,9 +17,9 @@ std::string shape_str(const std::vector<int64_t>& s) {
 
 class Loader {
  public:
-  Loader(const Checkpoint& ck, const QuantPolicy* convert, bool tile,
-         std::vector<OwnedMatrix>& owned)
-      : ck_(ck), convert_(convert), tile_(tile), owned_(owned) {}
+  Loader(const Checkpoint& ck, const QuantPolicy* convert, const QuantPolicy* lm_head_convert,
+         bool tile, std::vector<OwnedMatrix>& owned)
+      : ck_(ck), convert_(convert), lm_head_(lm_head_convert), tile_(tile), owned_(owned) {}
 
   // `tileable`: false for matrices read by row lookup (the embedding), which stay row-major.
   Result<Matrix> matrix(const std::string& name, int64_t rows, int64_t cols, bool tileable = true) {
@@ -56,8 +56,10 @@ class Loader {
       return Status::error(t.file, ": tensor '", name, "' has dtype ", dtype_name(t.dtype),
                            ", expected F8_E4M3, I8, BF16, F16 or F32");
     }
-    if (convert_ != nullptr && convert_->converts(name, 2)) {
-      owned_.push_back(convert_matrix(m, convert_->to, convert_->ue8m0));
+    const QuantPolicy* policy =
+        lm_head_ != nullptr && name == "lm_head.weight" ? lm_head_ : convert_;
+    if (policy != nullptr && policy->converts(name, 2)) {
+      owned_.push_back(convert_matrix(m, policy->to, policy->ue8m0));
       m = owned_.back().view();
     }
     if (tile_ && tileable && can_tile(m)) {
@@ -129,6 +131,7 @@ class Loader {
   void count(DType t, size_t n) { bytes_[std::string(dtype_name(t))] += n; }
   const Checkpoint& ck_;
   const QuantPolicy* convert_;
+  const QuantPolicy* lm_head_;
   bool tile_;
   std::vector<OwnedMatrix>& owned_;
   std::map<std::string, size_t> bytes_;
@@ -146,9 +149,10 @@ void dequantise_kv_b(MlaWeights& w) {
 }  // namespace
 
 Result<ModelWeights> load_weights(const Checkpoint& ck, const ModelConfig& c,
-                                  const QuantPolicy* convert, bool tile) {
+                                  const QuantPolicy* convert, bool tile,
+                                  const QuantPolicy* lm_head_convert) {
   ModelWeights w;
-  Loader ld(ck, convert, tile, w.owned);
+  Loader ld(ck, convert, lm_head_convert, tile, w.owned);
   DSS_ASSIGN_OR_RETURN(w.embed,
                        ld.matrix("model.embed_tokens.weight", c.n_vocab, c.d_model, false));
   DSS_ASSIGN_OR_RETURN(w.final_norm, ld.vector("model.norm.weight", c.d_model));

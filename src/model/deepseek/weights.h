@@ -79,7 +79,10 @@ struct ModelWeights {
 // converted into owned buffers (ModelWeights::owned) with the same rules as `dsserve convert`.
 // With `tile`, every matrix the CPU kernels can read tiled (tensor/tiled_layout.h; not the
 // embedding) is then repacked into an owned tiled copy; otherwise the views stay on the mapping.
+// `lm_head_convert` (`--lm-head-dtype`), when set, converts lm_head (which `convert`'s default
+// policy keeps as stored) to its `to`.
 Result<ModelWeights> load_weights(const Checkpoint& ck, const ModelConfig& cfg,
-                                  const QuantPolicy* convert = nullptr, bool tile = false);
+                                  const QuantPolicy* convert = nullptr, bool tile = false,
+                                  const QuantPolicy* lm_head_convert = nullptr);
 
 }  // namespace dss

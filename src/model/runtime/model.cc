@@ -33,14 +33,21 @@ Result<std::unique_ptr<Model>> Model::load(const LoadOptions& opts) {
   if (opts.weight_layout != "tiled" && opts.weight_layout != "mmap")
     return Status::error("--weight-layout: '", opts.weight_layout, "' is not tiled | mmap");
   const bool tile = opts.weight_layout == "tiled";
-  if (opts.weight_dtype.empty()) {
-    DSS_ASSIGN_OR_RETURN(m->w_, load_weights(m->ck_, m->cfg_, nullptr, tile));
-  } else {
-    QuantPolicy policy;
+  const bool ue8m0 = m->cfg_.quant.ue8m0 || m->cfg_.arch == ModelArch::kDeepseekV32;
+  QuantPolicy policy, lm_head_policy;
+  if (!opts.weight_dtype.empty()) {
     DSS_ASSIGN_OR_RETURN(policy.to, parse_weight_dtype(opts.weight_dtype, "--weight-dtype"));
-    policy.ue8m0 = m->cfg_.quant.ue8m0 || m->cfg_.arch == ModelArch::kDeepseekV32;
-    DSS_ASSIGN_OR_RETURN(m->w_, load_weights(m->ck_, m->cfg_, &policy, tile));
+    policy.ue8m0 = ue8m0;
   }
+  if (!opts.lm_head_dtype.empty()) {
+    DSS_ASSIGN_OR_RETURN(lm_head_policy.to,
+                         parse_weight_dtype(opts.lm_head_dtype, "--lm-head-dtype"));
+    lm_head_policy.ue8m0 = ue8m0;
+    lm_head_policy.exclude.clear();
+  }
+  DSS_ASSIGN_OR_RETURN(
+      m->w_, load_weights(m->ck_, m->cfg_, opts.weight_dtype.empty() ? nullptr : &policy, tile,
+                          opts.lm_head_dtype.empty() ? nullptr : &lm_head_policy));
   const int32_t n_threads =
       opts.n_threads > 0 ? opts.n_threads
                          : static_cast<int32_t>(std::max(1u, std::thread::hardware_concurrency()));

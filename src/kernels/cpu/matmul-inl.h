@@ -491,32 +491,15 @@ HWY_INLINE void TiledGemmMicro(const float* HWY_RESTRICT wd, int64_t nc,
   StoreOrAdd<kG>(df, acc, first, accb);
 }
 
-// Dispatches a group of g (1 .. kTiledGroup) tokens to the fixed-size kernel F<g>.
-template <template <int> class F, class... Args>
+// Dispatches a group of g (kG .. kTiledGroup) tokens to the fixed-size kernel F<g>.
+template <template <int> class F, int kG = 1, class... Args>
 HWY_INLINE void WithGroup(int g, Args&&... args) {
-  static_assert(kTiledGroup <= 6, "WithGroup covers groups of up to 6 tokens");
-  switch (g) {
-    case 1:
-      return F<1>::run(args...);
-    case 2:
-      if constexpr (kTiledGroup >= 2) return F<2>::run(args...);
-      break;
-    case 3:
-      if constexpr (kTiledGroup >= 3) return F<3>::run(args...);
-      break;
-    case 4:
-      if constexpr (kTiledGroup >= 4) return F<4>::run(args...);
-      break;
-    case 5:
-      if constexpr (kTiledGroup >= 5) return F<5>::run(args...);
-      break;
-    case 6:
-      if constexpr (kTiledGroup >= 6) return F<6>::run(args...);
-      break;
-    default:
-      break;
+  if constexpr (kG <= kTiledGroup) {
+    if (g == kG) return F<kG>::run(args...);
+    return WithGroup<F, kG + 1>(g, args...);
+  } else {
+    HWY_ASSERT(false);
   }
-  HWY_ASSERT(false);
 }
 template <typename T>
 struct GemvBlockFn {

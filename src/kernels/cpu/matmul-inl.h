@@ -437,6 +437,19 @@ HWY_INLINE void StoreOrAdd(DF df, const hn::Vec<DF> (&acc)[kTiledVecs][kG], bool
   }
 }
 
+// The canonical step shared by the GEMV and GEMM kernels (so both compute the same chains):
+// acc[v][j] = fma(w, xv[j], acc[v][j]) for the tile column's weight vector v and every token j.
+template <int kG, class V>
+HWY_INLINE void FmaColumnVec(V w, int v, const V (&xv)[kG], V (&acc)[kTiledVecs][kG]) {
+  for (int j = 0; j < kG; ++j) acc[v][j] = hn::MulAdd(w, xv[j], acc[v][j]);
+}
+template <int kG, class DF>
+HWY_INLINE void ZeroAcc(DF df, hn::Vec<DF> (&acc)[kTiledVecs][kG]) {
+  for (int v = 0; v < kTiledVecs; ++v) {
+    for (int j = 0; j < kG; ++j) acc[v][j] = hn::Zero(df);
+  }
+}
+
 // The block sums of the tile's columns [c0, c1) (weights decoded from `wt`, the tile) x the kG
 // tokens' x rows (xr[j][c], scaled by f here), stored to / added into accb.
 template <int kG, typename T>
@@ -447,9 +460,7 @@ HWY_INLINE void TiledGemvBlock(const T* HWY_RESTRICT wt, int64_t c0, int64_t c1,
   using V = hn::Vec<decltype(df)>;
   constexpr int64_t N = kTiledLanes;
   V acc[kTiledVecs][kG];
-  for (int v = 0; v < kTiledVecs; ++v) {
-    for (int j = 0; j < kG; ++j) acc[v][j] = hn::Zero(df);
-  }
+  ZeroAcc<kG>(df, acc);
   for (int64_t c = c0; c < c1; ++c) {
     const T* HWY_RESTRICT wc = wt + c * kTileRows;
     hwy::Prefetch(reinterpret_cast<const uint8_t*>(wc) + kPrefetchBytes);
@@ -458,10 +469,8 @@ HWY_INLINE void TiledGemvBlock(const T* HWY_RESTRICT wt, int64_t c0, int64_t c1,
     for (int v = 0; v < kTiledVecs; v += 2) {
       V w0, w1;
       TiledWeights2(df, wc + v * N, w0, w1);
-      for (int j = 0; j < kG; ++j) {
-        acc[v][j] = hn::MulAdd(w0, xv[j], acc[v][j]);
-        acc[v + 1][j] = hn::MulAdd(w1, xv[j], acc[v + 1][j]);
-      }
+      FmaColumnVec<kG>(w0, v, xv, acc);
+      FmaColumnVec<kG>(w1, v + 1, xv, acc);
     }
   }
   StoreOrAdd<kG>(df, acc, first, accb);
@@ -476,17 +485,12 @@ HWY_INLINE void TiledGemmMicro(const float* HWY_RESTRICT wd, int64_t nc,
   using V = hn::Vec<decltype(df)>;
   constexpr int64_t N = kTiledLanes;
   V acc[kTiledVecs][kG];
-  for (int v = 0; v < kTiledVecs; ++v) {
-    for (int j = 0; j < kG; ++j) acc[v][j] = hn::Zero(df);
-  }
+  ZeroAcc<kG>(df, acc);
   for (int64_t c = 0; c < nc; ++c) {
     const float* HWY_RESTRICT wc = wd + c * kTileRows;
     V xv[kG];
     for (int j = 0; j < kG; ++j) xv[j] = hn::Set(df, xs[j * kTiledCols + c]);
-    for (int v = 0; v < kTiledVecs; ++v) {
-      const V wv = hn::Load(df, wc + v * N);
-      for (int j = 0; j < kG; ++j) acc[v][j] = hn::MulAdd(wv, xv[j], acc[v][j]);
-    }
+    for (int v = 0; v < kTiledVecs; ++v) FmaColumnVec<kG>(hn::Load(df, wc + v * N), v, xv, acc);
   }
   StoreOrAdd<kG>(df, acc, first, accb);
 }

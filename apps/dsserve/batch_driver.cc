@@ -1,8 +1,12 @@
 #include "apps/dsserve/batch_driver.h"
 
 #include <algorithm>
+#include <cmath>
+#include <vector>
 
 #include "base/check.h"
+#include "base/rng.h"
+#include "tensor/dtype.h"
 
 namespace dss::app {
 
@@ -58,6 +62,32 @@ const float* BatchDriver::step(std::span<const TokenId> tokens, int32_t n_new) {
   model_.forward(b, kv_, ws_, logits_.data());
   length_ += n_new;
   return logits_.data();
+}
+
+void BatchDriver::fill_synthetic(int32_t length, uint64_t seed) {
+  DSS_CHECK(length >= 0 && length <= max_len_, "length ", length, " > max_len ", max_len_);
+  const KvLayout& y = kv_.layout();
+  Rng rng(seed);
+  std::vector<float> row(static_cast<size_t>(y.d_row()));
+  for (int32_t s = 0; s < n_seqs_; ++s) {
+    for (int32_t pos = 0; pos < length; ++pos) {
+      const PageId page = page_table_[static_cast<size_t>(s) * pages_per_seq_ + pos / page_size_];
+      const int32_t slot = page * page_size_ + pos % page_size_;
+      for (int32_t l = 0; l < y.n_layers; ++l) {
+        for (int32_t i = 0; i < y.d_latent + y.d_rope; ++i)
+          row[static_cast<size_t>(i)] = rng.normal();
+        if (y.d_index > 0) {
+          float* k = row.data() + y.d_index_offset();
+          for (int32_t i = 0; i < y.d_index; ++i)  // any code but the NaNs 0x7F / 0xFF
+            k[i] = fp8e4m3_to_f32(static_cast<uint8_t>(rng.next_u64() % 0x7F) |
+                                  static_cast<uint8_t>(rng.next_u64() & 0x80));
+          k[y.d_index] = std::ldexp(1.0f, -static_cast<int>(rng.next_u64() % 4) - 6);
+        }
+        kv_.store(l, slot, row.data());
+      }
+    }
+  }
+  length_ = length;
 }
 
 void BatchDriver::truncate(int32_t length) {

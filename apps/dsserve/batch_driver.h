@@ -26,6 +26,12 @@ class BatchDriver {
   const float* step(std::span<const TokenId> tokens, int32_t n_new);
   // Forgets everything after the first `length` tokens of every sequence (0: empty cache).
   void truncate(int32_t length);
+  // Benchmarks only: makes every sequence `length` tokens long (<= max_len) by writing random
+  // cache rows instead of running the model (latent, rope ~ N(0, 1); V3.2 indexer keys random
+  // e4m3 values with power-of-two scales). Decode cost does not depend on the values, but the
+  // V3.2 top-k selection of random keys is scattered uniformly over the context, where a real
+  // prompt's may cluster: a figure measured on such a cache is a diagnostic, not a result.
+  void fill_synthetic(int32_t length, uint64_t seed);
   int32_t length() const { return length_; }
   int32_t n_seqs() const { return n_seqs_; }
 

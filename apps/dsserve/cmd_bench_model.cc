@@ -8,6 +8,8 @@
 // (active_bytes.h); the bandwidth is measured right before and right after the runs.
 // Long-context decode (`--decode-context`): one sequence filled with C tokens by chunked prefill
 // (untimed, its time printed), then `--context-steps` timed decode steps at context C.
+// `--context-fill synthetic` writes random cache rows instead (BatchDriver::fill_synthetic): for
+// iterating on long-context kernels only; the JSON records which fill produced the figures.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -48,7 +50,8 @@ struct BenchModelArgs {
   int64_t bandwidth_mib = 1024;
   uint64_t seed = 1234;
   bool json = false;
-  bool context_only = false;  // --context-only: skip the pp and tg tests
+  bool context_only = false;             // --context-only: skip the pp and tg tests
+  std::string context_fill = "prefill";  // prefill | synthetic (diagnostic, BatchDriver)
 };
 
 struct Stat {
@@ -134,9 +137,13 @@ ContextResult bench_context(const Model& m, const BenchModelArgs& a, int32_t c, 
       random_ids(rng, static_cast<size_t>(c) + steps, m.config().n_vocab);
   ContextResult r;
   const double t0 = now_seconds();
-  for (int32_t i = 0; i < c; i += a.context_chunk) {
-    const int32_t n = std::min(a.context_chunk, c - i);
-    d.step(std::span<const TokenId>(ids).subspan(static_cast<size_t>(i), n), n);
+  if (a.context_fill == "synthetic") {
+    d.fill_synthetic(c, a.seed);
+  } else {
+    for (int32_t i = 0; i < c; i += a.context_chunk) {
+      const int32_t n = std::min(a.context_chunk, c - i);
+      d.step(std::span<const TokenId>(ids).subspan(static_cast<size_t>(i), n), n);
+    }
   }
   r.prefill_s = now_seconds() - t0;
   for (int32_t rep = -1; rep < a.repetitions; ++rep) {
@@ -200,6 +207,7 @@ int run_bench_model(const BenchModelArgs& a) {
   j["kv_cache_dtype"] = kv_dtype_name(kv_dtype(m, a));
   j["decode_tokens"] = a.decode_tokens;
   j["decode_token_ids"] = "fixed random";
+  if (!a.decode_context.empty()) j["context_fill"] = a.context_fill;
   progress("bench-model: measuring read bandwidth (%d threads, %lld MiB)\n", n_threads,
            static_cast<long long>(a.bandwidth_mib));
   const double bw_before = bench::measure_read_gbps(a.bandwidth_mib, n_threads);
@@ -271,6 +279,10 @@ int run_bench_model(const BenchModelArgs& a) {
   if (bs1_tok_s > 0) std::printf("; decode bs1 reaches %.1f%% of it", 100.0 * bs1_tok_s / roofline);
   std::printf("\n");
   if (!ctx.empty()) {
+    if (a.context_fill == "synthetic")
+      std::printf(
+          "\ncontexts filled with random cache rows (--context-fill synthetic): a "
+          "diagnostic, not a measurement of the model; 'prefill s' is the fill time\n");
     std::printf(
         "\n| %8s | %10s | %16s | %8s |\n|---------:|-----------:|-----------------:|---------:|\n",
         "context", "prefill s", "TPOT ms", "ratio");
@@ -307,6 +319,12 @@ void register_bench_model_command(CLI::App& app) {
   cmd->add_option("--context-steps", a->context_steps, "Timed decode steps per context")
       ->capture_default_str();
   cmd->add_option("--context-chunk", a->context_chunk, "Prefill chunk filling the context")
+      ->capture_default_str();
+  cmd->add_option("--context-fill", a->context_fill,
+                  "How the context is filled: prefill (chunked prefill of random ids: the "
+                  "measurement) | synthetic (random cache rows, seconds instead of minutes; a "
+                  "diagnostic for kernel work, never a reported TPOT)")
+      ->check(CLI::IsMember({"prefill", "synthetic"}))
       ->capture_default_str();
   cmd->add_option("--repetitions,-r", a->repetitions, "Measured runs per test (after a warm-up)")
       ->capture_default_str();

@@ -27,7 +27,7 @@ namespace dss::bench {
 HWY_EXPORT(FmaChains);
 namespace {
 
-constexpr int32_t kD = 128;
+constexpr int32_t kD = 128, kPage = 64;
 
 // CPU seconds of this thread: the benchmarks' rates are per CPU second too, so the fraction
 // stays meaningful on a shared, busy machine.
@@ -63,8 +63,10 @@ void BM_IndexScores(benchmark::State& bs) {
   for (auto& v : q) v = rng.normal();
   for (auto& v : coef) v = rng.normal();
   for (auto _ : bs) {
-    cpu::index_scores(keys.data(), key_scales.data(), n, q.data(), coef.data(), HI, kD,
-                      scores.data());
+    for (int64_t i = 0; i < n; i += kPage) {  // pages of [D, kPage] keys, as the cache
+      cpu::index_scores(keys.data() + i * kD, kPage, key_scales.data() + i, kPage, q.data(),
+                        coef.data(), HI, kD, scores.data() + i);
+    }
     benchmark::DoNotOptimize(scores.data());
     benchmark::ClobberMemory();
   }
@@ -79,8 +81,9 @@ void BM_IndexScores(benchmark::State& bs) {
 
 // One decode token's indexer work over the 12 layers of ds-mini-v32 at context n (HI = 8):
 // the keys of all layers (12 * n * 128 bytes: 48 MiB at 32K, beyond the L3) streamed from
-// memory, scored in calls of `run` keys (64: one KV page per call, as pages are laid out), then
-// top-2048 per layer. Per-token milliseconds, one thread.
+// memory, laid out as the cache lays them out (pages of `run` keys, each [D, run]) and scored one
+// call per page (run 64: the default page size; 1 << 20: one call per layer), then top-2048 per
+// layer. Per-token milliseconds, one thread.
 void BM_IndexDecodeStep(benchmark::State& bs) {
   const int64_t n = bs.range(0), run = bs.range(1);
   constexpr int32_t kHI = 8, kLayers = 12;
@@ -97,9 +100,11 @@ void BM_IndexDecodeStep(benchmark::State& bs) {
     for (int32_t l = 0; l < kLayers; ++l) {
       const uint8_t* lk = keys.data() + static_cast<size_t>(l * n * kD);
       const float* ls = key_scales.data() + static_cast<size_t>(l * n);
-      for (int64_t i = 0; i < n; i += run) {
-        cpu::index_scores(lk + i * kD, ls + i, std::min(run, n - i), q.data(), coef.data(), kHI, kD,
-                          scores.data() + i);
+      const int64_t ld = std::min(run, n);
+      for (int64_t i = 0; i < n; i += ld) {
+        const uint8_t* next = i + ld < n ? lk + (i + ld) * kD : nullptr;
+        cpu::index_scores(lk + i * kD, ld, ls + i, std::min(ld, n - i), q.data(), coef.data(), kHI,
+                          kD, scores.data() + i, next);
       }
       cpu::top_k_indices(scores.data(), n, k, out.data(), scratch.data());
       benchmark::DoNotOptimize(out.data());

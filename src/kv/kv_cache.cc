@@ -83,10 +83,11 @@ void KvCache::store(int32_t i_layer, int32_t slot, const float* row) {
   }
   if (y.d_index > 0) {
     const float* k = row + y.d_index_offset();
-    uint8_t* kout = index_keys_[l].data() + s * static_cast<size_t>(y.d_index);
+    uint8_t* kout = index_keys_[l].data();
     for (int32_t i = 0; i < y.d_index; ++i) {
-      kout[i] = f32_to_fp8e4m3(k[i]);
-      DSS_DCHECK(fp8e4m3_to_f32(kout[i]) == k[i], "indexer key value is not an e4m3 value");
+      const uint8_t code = f32_to_fp8e4m3(k[i]);
+      DSS_DCHECK(fp8e4m3_to_f32(code) == k[i], "indexer key value is not an e4m3 value");
+      kout[index_key_at(s, i)] = code;
     }
     index_scales_[l][s] = k[y.d_index];
   }
@@ -116,9 +117,9 @@ void KvCache::load(int32_t i_layer, int32_t slot, float* row) const {
     for (int32_t i = 0; i < dr; ++i) row[R + i] = bf16_at(pe, i);
   }
   if (y.d_index > 0) {
-    const uint8_t* k = index_keys_[l].data() + s * static_cast<size_t>(y.d_index);
+    const uint8_t* k = index_keys_[l].data();
     float* kout = row + y.d_index_offset();
-    for (int32_t i = 0; i < y.d_index; ++i) kout[i] = fp8e4m3_to_f32(k[i]);
+    for (int32_t i = 0; i < y.d_index; ++i) kout[i] = fp8e4m3_to_f32(k[index_key_at(s, i)]);
     kout[y.d_index] = index_scales_[l][s];
   }
 }

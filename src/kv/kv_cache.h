@@ -14,8 +14,12 @@
 //     * n_blocks
 //              n_blocks = ceil(d_latent / 128), scales powers of two         + 2 * d_rope
 //              (671B: 512 + 16 + 128 = 656 bytes, FlashMLA's V3.2 layout)
-//   (V3.2) indexer keys    [n_slots, d_index] e4m3 bytes   } the reference's indexer k-cache,
-//          indexer scales  [n_slots] f32                   } whatever the latent dtype
+//   (V3.2) indexer keys    [n_pages, d_index, page_size] e4m3 bytes } the reference's indexer
+//          indexer scales  [n_slots] f32                              } k-cache, whatever the
+//                                                                       latent dtype
+//     Indexer keys are transposed within each page: value d of slot s = page * page_size + o is
+//     at (page * d_index + d) * page_size + o, so the scoring kernel loads dimension d of
+//     consecutive keys as one vector (kernels/cpu/indexer_score.h).
 #pragma once
 
 #include <cstddef>
@@ -76,7 +80,7 @@ class KvCache {
   const uint8_t* latent_rows(int32_t i_layer) const {
     return latent_[static_cast<size_t>(i_layer)].data();
   }
-  const uint8_t* index_keys(int32_t i_layer) const {  // [n_slots, d_index]
+  const uint8_t* index_keys(int32_t i_layer) const {  // [n_pages, d_index, page_size]
     return index_keys_[static_cast<size_t>(i_layer)].data();
   }
   const float* index_scales(int32_t i_layer) const {  // [n_slots]
@@ -90,6 +94,11 @@ class KvCache {
   int32_t n_pages_;
   std::vector<std::vector<uint8_t>> latent_;      // [n_layers][n_slots * latent_row_bytes]
   std::vector<std::vector<uint8_t>> index_keys_;  // [n_layers][n_slots * d_index] (V3.2)
+  // Offset of value d of slot s's indexer key in index_keys_[layer] (transposed pages).
+  size_t index_key_at(size_t s, int32_t d) const {
+    const auto P = static_cast<size_t>(layout_.page_size);
+    return ((s / P) * static_cast<size_t>(layout_.d_index) + static_cast<size_t>(d)) * P + s % P;
+  }
   std::vector<std::vector<float>> index_scales_;  // [n_layers][n_slots] (V3.2)
 };
 

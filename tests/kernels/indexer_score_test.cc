@@ -24,15 +24,24 @@
 #include "kernels/ref/ref_kernels.h"
 namespace dss::test {
 struct IndexCase {
-  std::vector<uint8_t> keys;  // [n, D]
+  int64_t ld = 0;
+  std::vector<uint8_t> keys;  // [D, ld] transposed: key i's value d at keys[d * ld + i]
   std::vector<float> key_scales, q, coef;
+  uint8_t key(int64_t i, int32_t d) const { return keys[static_cast<size_t>(d * ld + i)]; }
 };
-inline IndexCase random_index_case(int64_t n, int32_t HI, int32_t D, Rng& rng) {
+// ld >= n; the bytes of columns [n, ld) are NaN codes (a kernel that used them would produce NaN
+// scores only in lanes it must not store), and with ld == n the buffer ends exactly at the last
+// key, so ASan catches a read past it.
+inline IndexCase random_index_case(int64_t n, int32_t HI, int32_t D, Rng& rng, int64_t ld = 0) {
   IndexCase c;
-  c.keys.resize(static_cast<size_t>(n * D));
-  for (auto& b : c.keys) {  // every code but NaN, incl. subnormals and both zeros
-    b = static_cast<uint8_t>(rng.next_u64());
-    if ((b & 0x7F) == 0x7F) b = 0x3F;
+  c.ld = ld > 0 ? ld : n;
+  c.keys.assign(static_cast<size_t>(c.ld * D), uint8_t{0x7F});
+  for (int32_t d = 0; d < D; ++d) {
+    for (int64_t i = 0; i < n; ++i) {  // every code but NaN, incl. subnormals and both zeros
+      auto b = static_cast<uint8_t>(rng.next_u64());
+      if ((b & 0x7F) == 0x7F) b = 0x3F;
+      c.keys[static_cast<size_t>(d * c.ld + i)] = b;
+    }
   }
   c.key_scales.resize(static_cast<size_t>(n));
   for (auto& s : c.key_scales) {  // UE8M0-like powers of two, sometimes not
@@ -52,7 +61,7 @@ inline double index_tolerance(const IndexCase& c, int64_t i, int32_t HI, int32_t
     double a = 0.0;
     for (int32_t d = 0; d < D; ++d) {
       a += std::abs(static_cast<double>(c.q[static_cast<size_t>(h * D + d)]) *
-                    fp8e4m3_to_f32(c.keys[static_cast<size_t>(i * D + d)]));
+                    fp8e4m3_to_f32(c.key(i, d)));
     }
     b += std::abs(static_cast<double>(c.coef[static_cast<size_t>(h)])) * a;
   }
@@ -66,18 +75,22 @@ namespace dss::cpu::HWY_NAMESPACE {
 
 void TestIndexScoresMatchRef() {
   Rng rng(4321);
-  // {n, HI, D}: head counts that are and are not multiples of 4, 8 and 16 lanes (tag choice and
-  // head-tile remainders), D with a scalar decode tail, key counts not a multiple of the key block.
-  const int64_t shapes[][3] = {{1, 1, 128},   {5, 3, 20},    {13, 4, 128},  {37, 8, 128},
-                               {100, 12, 64}, {29, 16, 36},  {50, 24, 128}, {41, 40, 128},
-                               {70, 64, 128}, {3, 128, 128}, {25, 8, 256},  {9, 8, 36}};
+  // {n, HI, D, ld}: head counts that are and are not multiples of 4 and 2 (head-tile
+  // remainders), odd D, key counts below one vector, between the 1- and 3-vector blocks and with
+  // a partial last vector on 4-, 8- and 16-lane targets; ld == n (buffer ends at the last key) or
+  // a page longer than the keys scored.
+  const int64_t shapes[][4] = {
+      {1, 1, 128, 1},   {5, 3, 20, 5},     {13, 4, 128, 64},  {37, 8, 128, 37},  {100, 12, 64, 128},
+      {29, 16, 36, 29}, {50, 24, 128, 64}, {41, 40, 128, 41}, {70, 64, 128, 70}, {3, 128, 128, 64},
+      {25, 8, 256, 25}, {9, 8, 36, 9},     {64, 8, 128, 64},  {48, 7, 128, 48},  {63, 2, 17, 63}};
   for (const auto& s : shapes) {
     const int64_t n = s[0];
     const auto HI = static_cast<int32_t>(s[1]), D = static_cast<int32_t>(s[2]);
-    const auto c = test::random_index_case(n, HI, D, rng);
+    const auto c = test::random_index_case(n, HI, D, rng, s[3]);
     std::vector<float> y(static_cast<size_t>(n) + 1, -7.0f), ref(static_cast<size_t>(n));
-    IndexScores(c.keys.data(), c.key_scales.data(), n, c.q.data(), c.coef.data(), HI, D, y.data());
-    ref::index_scores(c.keys.data(), c.key_scales.data(), n, c.q.data(), c.coef.data(), HI, D,
+    IndexScores(c.keys.data(), c.ld, c.key_scales.data(), n, c.q.data(), c.coef.data(), HI, D,
+                y.data());
+    ref::index_scores(c.keys.data(), c.ld, c.key_scales.data(), n, c.q.data(), c.coef.data(), HI, D,
                       ref.data());
     for (int64_t i = 0; i < n; ++i) {
       const auto ui = static_cast<size_t>(i);
@@ -90,23 +103,41 @@ void TestIndexScoresMatchRef() {
   }
 }
 
+// Scores do not depend on how a run of keys is cut into calls (the per-key arithmetic is fixed:
+// same chains, same head order), so a page scored whole equals its keys scored in pieces.
+void TestIndexScoresIndependentOfBlocking() {
+  Rng rng(99);
+  const int64_t n = 64;
+  const int32_t HI = 8, D = 128;
+  const auto c = test::random_index_case(n, HI, D, rng);
+  std::vector<float> whole(n), parts(n);
+  IndexScores(c.keys.data(), c.ld, c.key_scales.data(), n, c.q.data(), c.coef.data(), HI, D,
+              whole.data());
+  for (int64_t i0 = 0, len = 1; i0 < n; i0 += len, len = len % 11 + 3) {
+    const int64_t m = std::min(len, n - i0);
+    IndexScores(c.keys.data() + i0, c.ld, c.key_scales.data() + i0, m, c.q.data(), c.coef.data(),
+                HI, D, parts.data() + i0);
+  }
+  for (int64_t i = 0; i < n; ++i) EXPECT_EQ(whole[i], parts[i]) << "key " << i;
+}
+
 // With q one-hot (+1 or -1) at one dimension, coef 1 and scale 1 the score is max(0, +-value)
 // with no rounding at all, so the decoder is checked exactly on every code, subnormals included.
 void TestIndexScoresDecodeEveryCodeExactly() {
   const int32_t D = 128, d0 = 37;
-  std::vector<uint8_t> keys(256 * D);
-  for (int i = 0; i < 256; ++i) {
-    const auto code = static_cast<uint8_t>((i & 0x7F) == 0x7F ? 0 : i);
-    std::fill(keys.begin() + i * D, keys.begin() + (i + 1) * D, code);
+  std::vector<uint8_t> keys(256 * D);  // [D, 256]: key i is code i in every dimension
+  for (int32_t d = 0; d < D; ++d) {
+    for (int i = 0; i < 256; ++i)
+      keys[static_cast<size_t>(d) * 256 + i] = static_cast<uint8_t>((i & 0x7F) == 0x7F ? 0 : i);
   }
   std::vector<float> ones(256, 1.0f), q(D, 0.0f), pos(256), neg(256);
   const float coef = 1.0f;
   q[d0] = 1.0f;
-  IndexScores(keys.data(), ones.data(), 256, q.data(), &coef, 1, D, pos.data());
+  IndexScores(keys.data(), 256, ones.data(), 256, q.data(), &coef, 1, D, pos.data());
   q[d0] = -1.0f;
-  IndexScores(keys.data(), ones.data(), 256, q.data(), &coef, 1, D, neg.data());
+  IndexScores(keys.data(), 256, ones.data(), 256, q.data(), &coef, 1, D, neg.data());
   for (int i = 0; i < 256; ++i) {
-    const float v = fp8e4m3_to_f32(keys[static_cast<size_t>(i) * D]);
+    const float v = fp8e4m3_to_f32(keys[static_cast<size_t>(i)]);
     EXPECT_EQ(pos[static_cast<size_t>(i)], std::max(0.0f, v)) << "code " << i;
     EXPECT_EQ(neg[static_cast<size_t>(i)], std::max(0.0f, -v)) << "code " << i;
   }
@@ -124,6 +155,7 @@ namespace dss::cpu {
 HWY_BEFORE_TEST(IndexScoresTest);
 HWY_EXPORT_AND_TEST_P(IndexScoresTest, TestIndexScoresMatchRef);
 HWY_EXPORT_AND_TEST_P(IndexScoresTest, TestIndexScoresDecodeEveryCodeExactly);
+HWY_EXPORT_AND_TEST_P(IndexScoresTest, TestIndexScoresIndependentOfBlocking);
 
 // Many ties (a handful of distinct values, +0 and -0 mixed, negatives) and distinct values;
 // every k from the edges and the middle; the selected set and order must equal the reference.
@@ -158,8 +190,9 @@ TEST(IndexScores, DispatchMatchesRef) {
   const int32_t HI = 64, D = 128;
   const auto c = test::random_index_case(n, HI, D, rng);
   std::vector<float> y(n), ref(n);
-  index_scores(c.keys.data(), c.key_scales.data(), n, c.q.data(), c.coef.data(), HI, D, y.data());
-  ref::index_scores(c.keys.data(), c.key_scales.data(), n, c.q.data(), c.coef.data(), HI, D,
+  index_scores(c.keys.data(), c.ld, c.key_scales.data(), n, c.q.data(), c.coef.data(), HI, D,
+               y.data());
+  ref::index_scores(c.keys.data(), c.ld, c.key_scales.data(), n, c.q.data(), c.coef.data(), HI, D,
                     ref.data());
   for (int64_t i = 0; i < n; ++i) {
     EXPECT_LE(

@@ -18,12 +18,13 @@ namespace dss::cpu {
 
 HWY_EXPORT(IndexScores);
 
-void index_scores(const uint8_t* keys, const float* key_scales, int64_t n, const float* q,
-                  const float* coef, int32_t HI, int32_t D, float* scores) {
-  DSS_CHECK(HI >= 1 && D >= 1 && D <= kIndexMaxHeadDim && HI * D <= kIndexMaxQ, "HI=", HI,
-            " D=", D);
+void index_scores(const uint8_t* keys_t, int64_t ld, const float* key_scales, int64_t n,
+                  const float* q, const float* coef, int32_t HI, int32_t D, float* scores,
+                  const uint8_t* next_keys_t) {
+  DSS_CHECK(HI >= 1 && D >= 1 && D <= kIndexMaxHeadDim && HI * D <= kIndexMaxQ && n <= ld,
+            "HI=", HI, " D=", D, " n=", n, " ld=", ld);
   if (n <= 0) return;
-  HWY_DYNAMIC_DISPATCH(IndexScores)(keys, key_scales, n, q, coef, HI, D, scores);
+  HWY_DYNAMIC_DISPATCH(IndexScores)(keys_t, ld, key_scales, n, q, coef, HI, D, scores, next_keys_t);
 }
 
 namespace {

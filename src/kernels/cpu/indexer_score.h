@@ -1,14 +1,20 @@
 // DeepSeek-V3.2 lightning-indexer scoring and top-k selection (docs/deepseek-reference.md 2.9):
 // the hot loop of long-context decode, run over every cached key per layer per query token.
 //
-// index_scores: for i < n,
-//   scores[i] = key_scales[i] * sum_{h<HI} coef[h] * max(0, dot(q[h*D .. h*D+D),
-//                                                             e4m3_to_f32(keys[i*D .. i*D+D))))
-//   keys: [n, D] e4m3fn bytes, contiguous (NaN codes not expected); key_scales: [n] f32;
-//   q: [HI, D] f32; coef: [HI] f32 (any sign); scores: [n] f32. fp32 accumulation.
-//   Preconditions: 1 <= HI, 1 <= D, HI * D <= kIndexMaxQ (the transposed queries live on the
-//   stack), D <= kIndexMaxHeadDim. Single-threaded: callers split keys or tokens across threads.
-//   Cost: HI * D multiply-adds per key; each key is decoded once and reused for every head.
+// index_scores: for i < n, with k_i[d] = e4m3_to_f32(keys_t[d * ld + i]),
+//   scores[i] = key_scales[i] * sum_{h<HI} coef[h] * max(0, dot(q[h*D .. h*D+D), k_i))
+//   keys_t: [D, ld] e4m3fn bytes, keys transposed (one page of the indexer cache, ld = page_size,
+//   kv/kv_cache.h), n <= ld, nothing at or past keys_t[d * ld + n) is read; NaN codes not
+//   expected. key_scales: [n] f32; q: [HI, D] f32; coef: [HI] f32 (any sign); scores: [n] f32.
+//   fp32 accumulation, per key and head one FMA chain over d in order, heads added in order.
+//   next_keys_t (optional): the [D, ld] keys the caller scores next (the next page); only
+//   prefetched (a hint, never dereferenced), so its page's DRAM latency overlaps this call.
+//   Preconditions: 1 <= HI, 1 <= D <= kIndexMaxHeadDim, HI * D <= kIndexMaxQ (a scaled copy of
+//   q lives on the stack), 0 <= n <= ld, |q| < 2^15 (the copy is q * 2^112; the model's q are
+//   e4m3 values, |q| <= 448). Products |q k| below 2^-118 would round as f32 subnormals (never
+//   for e4m3 q and k, whose nonzero products are >= 2^-18). Single-threaded: callers split pages
+//   or tokens across threads. Cost: HI * D multiply-adds per key; keys sit in vector lanes, each
+//   decoded key vector feeds 8 heads.
 //
 // top_k_indices: the k (0 <= k <= n) indices with the highest scores, ties -> the lower index
 //   first (the order `score[x] > score[y] || (score[x] == score[y] && x < y)`, -0 == +0), written
@@ -21,10 +27,11 @@
 namespace dss::cpu {
 
 inline constexpr int32_t kIndexMaxQ = 128 * 128;  // HI * D bound (671B: 64 * 128)
-inline constexpr int32_t kIndexMaxHeadDim = 256;  // D bound
+inline constexpr int32_t kIndexMaxHeadDim = 256;  // D bound (671B: 128)
 
-void index_scores(const uint8_t* keys, const float* key_scales, int64_t n, const float* q,
-                  const float* coef, int32_t HI, int32_t D, float* scores);
+void index_scores(const uint8_t* keys_t, int64_t ld, const float* key_scales, int64_t n,
+                  const float* q, const float* coef, int32_t HI, int32_t D, float* scores,
+                  const uint8_t* next_keys_t = nullptr);
 
 void top_k_indices(const float* scores, int64_t n, int64_t k, int32_t* out, int32_t* scratch);
 

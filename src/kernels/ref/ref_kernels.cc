@@ -131,14 +131,14 @@ void mla_attn(const cpu::MlaCacheView& kv, const int32_t* pos, int64_t n, const 
   }
 }
 
-void index_scores(const uint8_t* keys, const float* key_scales, int64_t n, const float* q,
-                  const float* coef, int32_t HI, int32_t D, float* scores) {
+void index_scores(const uint8_t* keys_t, int64_t ld, const float* key_scales, int64_t n,
+                  const float* q, const float* coef, int32_t HI, int32_t D, float* scores) {
   for (int64_t i = 0; i < n; ++i) {
     double s = 0.0;
     for (int32_t h = 0; h < HI; ++h) {
       double dot = 0.0;
       for (int32_t d = 0; d < D; ++d)
-        dot += static_cast<double>(q[h * D + d]) * fp8e4m3_to_f32(keys[i * D + d]);
+        dot += static_cast<double>(q[h * D + d]) * fp8e4m3_to_f32(keys_t[d * ld + i]);
       s += static_cast<double>(coef[h]) * std::max(0.0, dot);
     }
     scores[i] = static_cast<float>(key_scales[i] * s);

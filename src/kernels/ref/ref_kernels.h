@@ -45,9 +45,10 @@ void mla_attn(const cpu::MlaCacheView& kv, const int32_t* pos, int64_t n, const 
               const float* q_pe, int32_t n_heads, float scale, float* out);
 
 // V3.2 lightning-indexer scores (contract: cpu/indexer_score.h), double accumulation:
-// scores[i] = key_scales[i] * sum_h coef[h] * max(0, dot(q[h, :], e4m3_to_f32(keys[i, :]))).
-void index_scores(const uint8_t* keys, const float* key_scales, int64_t n, const float* q,
-                  const float* coef, int32_t HI, int32_t D, float* scores);
+// scores[i] = key_scales[i] * sum_h coef[h] * max(0, dot(q[h, :], e4m3_to_f32(keys_t[:, i]))),
+// keys_t [D, ld] (transposed keys).
+void index_scores(const uint8_t* keys_t, int64_t ld, const float* key_scales, int64_t n,
+                  const float* q, const float* coef, int32_t HI, int32_t D, float* scores);
 
 // The k highest-scoring indices (ties -> lower index), increasing index order, by partial_sort
 // with `score[x] > score[y] || (score[x] == score[y] && x < y)` as the model first did it.

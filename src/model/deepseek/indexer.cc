@@ -5,8 +5,8 @@
 //   query  qI = wq_b cq per head, the same RoPE/Hadamard/act_quant per head;
 //          coef_h = weights_proj(x)_h * H^-0.5 * scale_q_h * D^-0.5;
 //   score  I(t, s) = scale_k(s) * sum_h coef_h * relu(qI8_h . kI8(s)), for s <= t, read from the
-//          cache's indexer storage ([n_slots, D] e4m3 + [n_slots] f32, kv/kv_cache.h) page run
-//          by page run;
+//          cache's indexer storage (per page [D, page_size] e4m3 + [page_size] f32,
+//          kv/kv_cache.h) page by page;
 //   select the top min(index_topk, t + 1) positions (ties: lower position first). When every
 //   position <= t is selected (t < index_topk) the selection is dense and not materialised.
 #include <algorithm>
@@ -71,8 +71,10 @@ void Model::indexer_select(int32_t i_layer, const ForwardBatch& b, int32_t i_seq
     for (int64_t j = r0; j < r1; ++j) {
       const auto p0 = static_cast<int32_t>(j * page_size);
       const size_t slot0 = static_cast<size_t>(pages[j]) * page_size;
-      cpu::index_scores(keys + slot0 * D, key_scales + slot0, std::min(page_size, pos + 1 - p0), q,
-                        coef, HI, D, score + p0);
+      const uint8_t* next =
+          j + 1 < r1 ? keys + static_cast<size_t>(pages[j + 1]) * page_size * D : nullptr;
+      cpu::index_scores(keys + slot0 * D, page_size, key_scales + slot0,
+                        std::min(page_size, pos + 1 - p0), q, coef, HI, D, score + p0, next);
     }
   };
   auto select_top = [&](int32_t t, int32_t pos, const float* score, int32_t* scratch) {

@@ -47,21 +47,19 @@ KvCache::KvCache(const KvLayout& layout, int32_t n_pages) : layout_(layout), n_p
             "bad KV layout");
   const auto n = static_cast<size_t>(n_slots());
   const auto L = static_cast<size_t>(layout.n_layers);
-  latent_.resize(L);
-  for (auto& d : latent_) d.assign(n * layout.latent_row_bytes(), 0);
-  if (layout.d_index > 0) {
-    index_keys_.resize(L);
-    index_scales_.resize(L);
-    for (auto& d : index_keys_) d.assign(n * static_cast<size_t>(layout.d_index), 0);
-    for (auto& d : index_scales_) d.assign(n, 0.0f);
-  }
+  auto align64 = [](size_t b) { return (b + 63) / 64 * 64; };
+  index_keys_offset_ = align64(n * layout.latent_row_bytes());
+  index_scales_offset_ = align64(index_keys_offset_ + n * static_cast<size_t>(layout.d_index));
+  layer_bytes_ =
+      layout.d_index > 0 ? align64(index_scales_offset_ + n * sizeof(float)) : index_keys_offset_;
+  bytes_ = HugeBuffer(L * layer_bytes_);  // zero-filled: +0.0f scales, zero codes
 }
 
 void KvCache::store(int32_t i_layer, int32_t slot, const float* row) {
   const KvLayout& y = layout_;
-  const auto l = static_cast<size_t>(i_layer), s = static_cast<size_t>(slot);
+  const auto s = static_cast<size_t>(slot);
   const int32_t R = y.d_latent, dr = y.d_rope;
-  uint8_t* out = latent_[l].data() + s * y.latent_row_bytes();
+  uint8_t* out = layer(i_layer) + s * y.latent_row_bytes();
   if (y.dtype == DType::kF32) {
     std::memcpy(out, row, 4 * static_cast<size_t>(R + dr));
   } else if (y.dtype == DType::kBF16) {
@@ -83,21 +81,21 @@ void KvCache::store(int32_t i_layer, int32_t slot, const float* row) {
   }
   if (y.d_index > 0) {
     const float* k = row + y.d_index_offset();
-    uint8_t* kout = index_keys_[l].data();
+    uint8_t* kout = layer(i_layer) + index_keys_offset_;
     for (int32_t i = 0; i < y.d_index; ++i) {
       const uint8_t code = f32_to_fp8e4m3(k[i]);
       DSS_DCHECK(fp8e4m3_to_f32(code) == k[i], "indexer key value is not an e4m3 value");
       kout[index_key_at(s, i)] = code;
     }
-    index_scales_[l][s] = k[y.d_index];
+    std::memcpy(layer(i_layer) + index_scales_offset_ + 4 * s, &k[y.d_index], 4);
   }
 }
 
 void KvCache::load(int32_t i_layer, int32_t slot, float* row) const {
   const KvLayout& y = layout_;
-  const auto l = static_cast<size_t>(i_layer), s = static_cast<size_t>(slot);
+  const auto s = static_cast<size_t>(slot);
   const int32_t R = y.d_latent, dr = y.d_rope;
-  const uint8_t* in = latent_[l].data() + s * y.latent_row_bytes();
+  const uint8_t* in = latent_rows(i_layer) + s * y.latent_row_bytes();
   auto bf16_at = [](const uint8_t* p, int32_t i) {
     uint16_t v;
     std::memcpy(&v, p + 2 * i, 2);
@@ -117,10 +115,10 @@ void KvCache::load(int32_t i_layer, int32_t slot, float* row) const {
     for (int32_t i = 0; i < dr; ++i) row[R + i] = bf16_at(pe, i);
   }
   if (y.d_index > 0) {
-    const uint8_t* k = index_keys_[l].data();
+    const uint8_t* k = index_keys(i_layer);
     float* kout = row + y.d_index_offset();
     for (int32_t i = 0; i < y.d_index; ++i) kout[i] = fp8e4m3_to_f32(k[index_key_at(s, i)]);
-    kout[y.d_index] = index_scales_[l][s];
+    kout[y.d_index] = index_scales(i_layer)[s];
   }
 }
 

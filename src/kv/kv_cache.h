@@ -26,6 +26,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "base/huge_buffer.h"
 #include "tensor/dtype.h"
 
 namespace dss {
@@ -77,14 +78,12 @@ class KvCache {
   // Reads one slot back as an f32 row (tests and tools; the forward pass reads in place).
   void load(int32_t i_layer, int32_t slot, float* row) const;
   // In-place storage of layer i_layer (layout in the file comment).
-  const uint8_t* latent_rows(int32_t i_layer) const {
-    return latent_[static_cast<size_t>(i_layer)].data();
-  }
+  const uint8_t* latent_rows(int32_t i_layer) const { return layer(i_layer); }
   const uint8_t* index_keys(int32_t i_layer) const {  // [n_pages, d_index, page_size]
-    return index_keys_[static_cast<size_t>(i_layer)].data();
+    return layer(i_layer) + index_keys_offset_;
   }
   const float* index_scales(int32_t i_layer) const {  // [n_slots]
-    return index_scales_[static_cast<size_t>(i_layer)].data();
+    return reinterpret_cast<const float*>(layer(i_layer) + index_scales_offset_);
   }
   size_t bytes_per_page() const { return layout_.bytes_per_page(); }
   size_t bytes_per_token() const { return layout_.bytes_per_token(); }
@@ -92,14 +91,21 @@ class KvCache {
  private:
   KvLayout layout_;
   int32_t n_pages_;
-  std::vector<std::vector<uint8_t>> latent_;      // [n_layers][n_slots * latent_row_bytes]
-  std::vector<std::vector<uint8_t>> index_keys_;  // [n_layers][n_slots * d_index] (V3.2)
-  // Offset of value d of slot s's indexer key in index_keys_[layer] (transposed pages).
+  // One zero-filled huge-page buffer (base/huge_buffer.h: the sparse V3.2 gather reads rows
+  // scattered over the whole cache) holding per layer, layer_bytes_ apart: the latent rows
+  // [n_slots * latent_row_bytes], then (V3.2) the indexer keys [n_slots * d_index] at
+  // index_keys_offset_ and their scales [n_slots] f32 at index_scales_offset_ (64-byte aligned).
+  HugeBuffer bytes_;
+  size_t layer_bytes_ = 0, index_keys_offset_ = 0, index_scales_offset_ = 0;
+  uint8_t* layer(int32_t i) { return bytes_.data() + static_cast<size_t>(i) * layer_bytes_; }
+  const uint8_t* layer(int32_t i) const {
+    return bytes_.data() + static_cast<size_t>(i) * layer_bytes_;
+  }
+  // Offset of value d of slot s's indexer key from index_keys(layer) (transposed pages).
   size_t index_key_at(size_t s, int32_t d) const {
     const auto P = static_cast<size_t>(layout_.page_size);
     return ((s / P) * static_cast<size_t>(layout_.d_index) + static_cast<size_t>(d)) * P + s % P;
   }
-  std::vector<std::vector<float>> index_scales_;  // [n_layers][n_slots] (V3.2)
 };
 
 }  // namespace dss

@@ -6,6 +6,7 @@
 // 5-19 MiB) mostly exceeds L2, so the rows stream from L3/DRAM.
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <numeric>
 #include <vector>
 
@@ -59,6 +60,60 @@ BENCHMARK(BM_MlaAttnDecode)
                     static_cast<int64_t>(DType::kF8E4M3)},
                    {1, 16, 128}})
     ->Unit(benchmark::kMillisecond);
+
+// One V3.2 sparse decode step's attention with ds-mini-v32 shapes (kv_lora_rank 256, rope 32, 16
+// heads, fp8 rows of 328 bytes): 12 layers of a 32K-position cache (129 MB, beyond the L3), each
+// attending to 2048 positions chosen uniformly at random (sorted, as top_k_indices returns them):
+// scattered rows, each a DRAM miss. Per-token milliseconds, one thread; compare with
+// BM_MlaAttnSparseStep/contiguous (the first 2048 positions: what a 2K context reads).
+void BM_MlaAttnSparseStep(benchmark::State& bs) {
+  constexpr int32_t R = 256, dr = 32, H = 16, kLayers = 12, kCtx = 32768, kSel = 2048;
+  const bool scattered = bs.range(0) != 0;
+  KvCache kv(KvLayout{kLayers, R, dr, kPage, 0, DType::kF8E4M3}, kCtx / kPage);
+  Rng rng(2);
+  std::vector<float> row(R + dr);
+  for (int32_t l = 0; l < kLayers; ++l) {
+    for (int32_t s = 0; s < kCtx; ++s) {
+      for (float& x : row) x = rng.normal();
+      kv.store(l, s, row.data());
+    }
+  }
+  std::vector<int32_t> pages(kCtx / kPage);
+  std::iota(pages.begin(), pages.end(), 0);
+  std::vector<std::vector<int32_t>> sel(kLayers);
+  for (auto& v : sel) {
+    std::vector<int32_t> all(kCtx);
+    std::iota(all.begin(), all.end(), 0);
+    if (scattered) {
+      for (int32_t i = 0; i < kSel; ++i)
+        std::swap(all[static_cast<size_t>(i)],
+                  all[static_cast<size_t>(i + static_cast<int32_t>(rng.next_u64() % (kCtx - i)))]);
+    }
+    v.assign(all.begin(), all.begin() + kSel);
+    std::sort(v.begin(), v.end());
+  }
+  std::vector<float> q_lat(static_cast<size_t>(H) * R), q_pe(static_cast<size_t>(H) * dr);
+  for (float& x : q_lat) x = 0.05f * rng.normal();
+  for (float& x : q_pe) x = 0.05f * rng.normal();
+  std::vector<float> scratch(static_cast<size_t>(cpu::mla_attn_scratch_floats(H, R, dr)));
+  std::vector<float> m(H), l(H), o(static_cast<size_t>(H) * R);
+  for (auto _ : bs) {
+    for (int32_t layer = 0; layer < kLayers; ++layer) {
+      cpu::MlaCacheView v{kv.latent_rows(layer),
+                          static_cast<int64_t>(kv.layout().latent_row_bytes()),
+                          DType::kF8E4M3,
+                          R,
+                          dr,
+                          pages.data(),
+                          kPage};
+      cpu::mla_attn_partial(v, sel[static_cast<size_t>(layer)].data(), 0, kSel, q_lat.data(),
+                            q_pe.data(), H, 0.1f, scratch.data(), m.data(), l.data(), o.data());
+      benchmark::DoNotOptimize(o.data());
+    }
+  }
+  bs.SetLabel(scattered ? "2048 of 32K scattered" : "2048 contiguous");
+}
+BENCHMARK(BM_MlaAttnSparseStep)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace dss

@@ -211,6 +211,9 @@ TEST(ForwardInvariants, Fp8KvCachePathsAgree) {
 // Work is split over threads by rows, heads or fixed position parts, never by the thread count
 // inside one sum: decode at a context long enough for several split-K parts (> 256 positions)
 // gives bit-identical logits with 1 and 3 threads, on V3 (dense) and V3.2 (fp8 cache, sparse).
+// The V3.2 decode top-k IS split by thread count (a top-k per thread's share of the positions,
+// then the top-k of the candidates: index_topk 16, 300+ positions), so this also checks that the
+// split selection equals the one-thread selection.
 TEST(ForwardInvariants, DecodeIsBitIdenticalAcrossThreadCounts) {
   for (const char* name : {"tiny-v3", "tiny-v32"}) {
     SCOPED_TRACE(name);

@@ -81,6 +81,44 @@ void Model::indexer_select(int32_t i_layer, const ForwardBatch& b, int32_t i_seq
     cpu::top_k_indices(score, pos + 1, K, ws.sel.data() + static_cast<size_t>(t) * K, scratch);
     ws.n_sel[static_cast<size_t>(t)] = K;
   };
+  // Decode: the top K of positions [0, pos] with the work split over the threads: each takes a
+  // contiguous share and selects its own top min(K, share) (top_k_indices' order: score desc,
+  // index asc), then the top K among those candidates, kept in position order, is the same set
+  // (every member of the global top K is in its share's top K) in the same order.
+  auto select_top_split = [&](int32_t t, int32_t pos) {
+    const int64_t n = int64_t{pos} + 1;
+    const int32_t P = pool_->n_threads();
+    const float* score = ws.idx_scores.data();
+    if (P < 2 || n < 4 * int64_t{K}) {
+      select_top(t, pos, score, ws.idx_order.data());
+      return;
+    }
+    int32_t* cand = ws.idx_cand.data();  // [P, K]
+    auto share = [&](int64_t p) { return std::pair<int64_t, int64_t>{n * p / P, n * (p + 1) / P}; };
+    pool_->parallel_for(P, 1, [&](int64_t p0, int64_t p1, int32_t) {
+      for (int64_t p = p0; p < p1; ++p) {
+        const auto [b, e] = share(p);
+        const int64_t k = std::min<int64_t>(K, e - b);
+        int32_t* out = cand + p * K;
+        cpu::top_k_indices(score + b, e - b, k, out, ws.idx_order.data() + p * S);
+        for (int64_t i = 0; i < k; ++i) out[i] += static_cast<int32_t>(b);
+      }
+    });
+    int64_t total = 0;  // compact the candidates (position order) with their scores
+    for (int32_t p = 0; p < P; ++p) {
+      const auto [b, e] = share(p);
+      for (int64_t i = 0; i < std::min<int64_t>(K, e - b); ++i) {
+        cand[total] = cand[p * K + i];
+        ws.idx_cand_scores[static_cast<size_t>(total)] = score[cand[total]];
+        ++total;
+      }
+    }
+    int32_t* pick = ws.idx_cand.data() + static_cast<size_t>(P) * K;
+    cpu::top_k_indices(ws.idx_cand_scores.data(), total, K, pick, ws.idx_order.data());
+    int32_t* sel = ws.sel.data() + static_cast<size_t>(t) * K;
+    for (int32_t i = 0; i < K; ++i) sel[i] = cand[pick[i]];
+    ws.n_sel[static_cast<size_t>(t)] = K;
+  };
   if (t_end - t_begin >= pool_->n_threads()) {  // prefill: one thread per token
     pool_->parallel_for(t_end - t_begin, 1, [&](int64_t i0, int64_t i1, int32_t i_thread) {
       float* score = ws.idx_scores.data() + static_cast<size_t>(i_thread) * S;
@@ -103,7 +141,7 @@ void Model::indexer_select(int32_t i_layer, const ForwardBatch& b, int32_t i_seq
                           [&](int64_t r0, int64_t r1, int32_t) {
                             score_runs(t, pos, r0, r1, ws.idx_scores.data());
                           });
-      select_top(t, pos, ws.idx_scores.data(), ws.idx_order.data());
+      select_top_split(t, pos);
     }
   }
   if (ws.trace != nullptr) {

@@ -6,14 +6,16 @@
 // runs; mean and sample standard deviation of tok/s, as llama-bench reports them.
 // The decode roofline is measured read bandwidth / weight bytes one token reads at batch 1
 // (active_bytes.h); the bandwidth is measured right before and right after the runs.
-// Long-context decode (`--decode-context`): one sequence filled with C tokens by chunked prefill
-// (untimed, its time printed), then `--context-steps` timed decode steps at context C.
+// Long-context decode (`--decode-context`): one sequence per context C filled with C tokens by
+// chunked prefill (its time printed), then `--context-steps` timed decode steps at context C,
+// the repetitions of all contexts interleaved (bench_contexts).
 // `--context-fill synthetic` writes random cache rows instead (BatchDriver::fill_synthetic): for
 // iterating on long-context kernels only; the JSON records which fill produced the figures.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <iostream>
+#include <memory>
 #include <vector>
 
 #include "apps/dsserve/active_bytes.h"
@@ -128,33 +130,51 @@ struct ContextResult {
   std::vector<double> tpot_ms;  // per repetition: mean time per decode step
 };
 
-// One sequence: chunked prefill of c tokens (timed once, reported), then per repetition
-// context_steps decode steps from context c (the cache is cut back to c between repetitions).
-ContextResult bench_context(const Model& m, const BenchModelArgs& a, int32_t c, Rng& rng) {
+// Long-context decode: per context c one sequence filled with c tokens (chunked prefill, timed
+// once and reported; or --context-fill synthetic), then per repetition context_steps decode steps
+// from context c (the cache is cut back to c between repetitions). All contexts are filled first
+// and the repetitions are interleaved (rep 1 of every context, then rep 2, ...), so a slow spell
+// of a shared machine lands on every context alike and their TPOT ratio stays meaningful.
+std::vector<ContextResult> bench_contexts(const Model& m, const BenchModelArgs& a, Rng& rng) {
   const int32_t steps = a.context_steps;
-  BatchDriver d(m, 1, c + steps, std::min(a.context_chunk, c), a.page_size, kv_dtype(m, a));
-  const std::vector<TokenId> ids =
-      random_ids(rng, static_cast<size_t>(c) + steps, m.config().n_vocab);
-  ContextResult r;
-  const double t0 = now_seconds();
-  if (a.context_fill == "synthetic") {
-    d.fill_synthetic(c, a.seed);
-  } else {
-    for (int32_t i = 0; i < c; i += a.context_chunk) {
-      const int32_t n = std::min(a.context_chunk, c - i);
-      d.step(std::span<const TokenId>(ids).subspan(static_cast<size_t>(i), n), n);
+  struct Run {
+    int32_t c;
+    std::unique_ptr<BatchDriver> d;
+    std::vector<TokenId> ids;
+  };
+  std::vector<Run> runs;
+  std::vector<ContextResult> results(a.decode_context.size());
+  for (size_t k = 0; k < a.decode_context.size(); ++k) {
+    const int32_t c = a.decode_context[k];
+    progress("bench-model: filling context %d (%s)\n", c, a.context_fill.c_str());
+    Run r{c,
+          std::make_unique<BatchDriver>(m, 1, c + steps, std::min(a.context_chunk, c), a.page_size,
+                                        kv_dtype(m, a)),
+          random_ids(rng, static_cast<size_t>(c) + steps, m.config().n_vocab)};
+    const double t0 = now_seconds();
+    if (a.context_fill == "synthetic") {
+      r.d->fill_synthetic(c, a.seed);
+    } else {
+      for (int32_t i = 0; i < c; i += a.context_chunk) {
+        const int32_t n = std::min(a.context_chunk, c - i);
+        r.d->step(std::span<const TokenId>(r.ids).subspan(static_cast<size_t>(i), n), n);
+      }
+    }
+    results[k].prefill_s = now_seconds() - t0;
+    runs.push_back(std::move(r));
+  }
+  for (int32_t rep = -1; rep < a.repetitions; ++rep) {  // rep -1: one warm-up step each
+    for (size_t k = 0; k < runs.size(); ++k) {
+      Run& r = runs[k];
+      r.d->truncate(r.c);
+      const int32_t n_steps = rep < 0 ? 1 : steps;
+      const double t1 = now_seconds();
+      for (int32_t i = 0; i < n_steps; ++i)
+        r.d->step(std::span<const TokenId>(r.ids).subspan(static_cast<size_t>(r.c + i), 1), 1);
+      if (rep >= 0) results[k].tpot_ms.push_back((now_seconds() - t1) * 1e3 / steps);
     }
   }
-  r.prefill_s = now_seconds() - t0;
-  for (int32_t rep = -1; rep < a.repetitions; ++rep) {
-    d.truncate(c);
-    const int32_t n_steps = rep < 0 ? 1 : steps;
-    const double t1 = now_seconds();
-    for (int32_t i = 0; i < n_steps; ++i)
-      d.step(std::span<const TokenId>(ids).subspan(static_cast<size_t>(c + i), 1), 1);
-    if (rep >= 0) r.tpot_ms.push_back((now_seconds() - t1) * 1e3 / steps);
-  }
-  return r;
+  return results;
 }
 
 Status validate(const BenchModelArgs& a) {
@@ -229,10 +249,10 @@ int run_bench_model(const BenchModelArgs& a) {
     j[str_cat("decode_bs", b, "_tok_s_stddev")] = s.stddev;
   }
   std::vector<std::pair<int32_t, std::pair<double, Stat>>> ctx;  // (C, (prefill s, TPOT ms))
-  for (int32_t cl : a.decode_context) {
-    progress("bench-model: decode at context %d (chunked prefill first)\n", cl);
-    const ContextResult r = bench_context(m, a, cl, rng);
-    ctx.push_back({cl, {r.prefill_s, stat_of(r.tpot_ms)}});
+  const std::vector<ContextResult> ctx_results = bench_contexts(m, a, rng);
+  for (size_t k = 0; k < ctx_results.size(); ++k) {
+    ctx.push_back(
+        {a.decode_context[k], {ctx_results[k].prefill_s, stat_of(ctx_results[k].tpot_ms)}});
   }
   const double bw_after = bench::measure_read_gbps(a.bandwidth_mib, n_threads);
   const double bw = std::max(bw_before, bw_after);

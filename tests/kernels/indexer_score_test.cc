@@ -162,7 +162,7 @@ HWY_EXPORT_AND_TEST_P(IndexScoresTest, TestIndexScoresIndependentOfBlocking);
 TEST(TopKIndices, SameSetAsPartialSortWithTies) {
   Rng rng(77);
   const float levels[] = {-2.0f, -0.5f, -0.0f, 0.0f, 0.25f, 1.0f, 3.0f};
-  for (int64_t n : {1, 2, 3, 10, 64, 1000, 4099}) {
+  for (int64_t n : {1, 2, 3, 10, 64, 1000, 4099, 40000}) {
     for (int mode = 0; mode < 3; ++mode) {
       std::vector<float> s(static_cast<size_t>(n));
       for (auto& v : s) {
@@ -170,7 +170,8 @@ TEST(TopKIndices, SameSetAsPartialSortWithTies) {
         if (mode == 1) v = rng.normal();
         if (mode == 2) v = rng.next_u64() % 3 == 0 ? rng.normal() : levels[rng.next_u64() % 2 + 2];
       }
-      for (int64_t k : {int64_t{0}, int64_t{1}, n / 3, n / 2, n - 1, n}) {
+      // n / 10, n / 16: the sampled-threshold path (n >= 4096, k <= n / 8)
+      for (int64_t k : {int64_t{0}, int64_t{1}, n / 16, n / 10, n / 3, n / 2, n - 1, n}) {
         if (k < 0) continue;
         std::vector<int32_t> got(static_cast<size_t>(k) + 1, -5), want(static_cast<size_t>(k)),
             scratch(static_cast<size_t>(n));

@@ -32,9 +32,71 @@ namespace {
 // and -0 == +0 (x + 0.0f turns -0 into +0 under round-to-nearest).
 inline uint32_t descending_key(float x) {
   const uint32_t b = std::bit_cast<uint32_t>(x + 0.0f);
-  const uint32_t ascending = (b & 0x80000000u) != 0 ? ~b : (b | 0x80000000u);
-  return ~ascending;
+  // negative: ~b, positive: b | 2^31, without a branch (the selection loops are branch-free)
+  const uint32_t flip = static_cast<uint32_t>(static_cast<int32_t>(b) >> 31) | 0x80000000u;
+  return ~(b ^ flip);
 }
+
+// Every key's rank by std::nth_element over all n keys, then one pass in index order.
+void top_k_by_nth_element(const float* scores, int64_t n, int64_t k, int32_t* out, uint32_t* keys) {
+  for (int64_t i = 0; i < n; ++i) keys[i] = descending_key(scores[i]);
+  std::nth_element(keys, keys + (k - 1), keys + n);
+  const uint32_t t = keys[k - 1];
+  const int64_t n_less = std::count_if(keys, keys + (k - 1), [t](uint32_t x) { return x < t; });
+  int64_t n_ties = k - n_less, j = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const uint32_t key = descending_key(scores[i]);
+    if (key < t || (key == t && n_ties > 0)) {
+      n_ties -= key == t ? 1 : 0;
+      out[j++] = static_cast<int32_t>(i);
+    }
+  }
+  DSS_DCHECK(j == k);
+}
+
+// The same selection for k << n: a threshold tau from a strided sample of the keys (a little
+// above the k/n quantile), one branch-free pass gathering every key <= tau with its index (in
+// index order), and the exact selection among those candidates. Returns false (out untouched)
+// when tau turned out too low (fewer than k candidates) or too high (more than n / 2).
+bool top_k_by_sample(const float* scores, int64_t n, int64_t k, int32_t* out, uint32_t* scratch) {
+  constexpr int64_t kSample = 1024;
+  uint32_t sample[kSample];
+  for (int64_t j = 0; j < kSample; ++j) sample[j] = descending_key(scores[j * n / kSample]);
+  const int64_t r = std::min<int64_t>(kSample - 1, (k * kSample * 5 / 4) / n + 16);
+  std::nth_element(sample, sample + r, sample + kSample);
+  const uint32_t tau = sample[r];
+  const int64_t cap = n / 2;
+  uint32_t* cand_key = scratch;                                // [cap]
+  auto* cand_idx = reinterpret_cast<int32_t*>(scratch + cap);  // [cap]
+  int64_t m = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const uint32_t key = descending_key(scores[i]);
+    const int64_t at = std::min(m, cap - 1);
+    cand_key[at] = key;
+    cand_idx[at] = static_cast<int32_t>(i);
+    m += key <= tau ? 1 : 0;
+  }
+  if (m < k || m >= cap) return false;
+  // Candidates are in index order; their k-th smallest key is the global one (every key below it
+  // is <= tau, so a candidate).
+  uint32_t* sorted = cand_key + m;  // a copy to select on; cand_key keeps the order
+  if (2 * m > cap) return false;
+  std::copy(cand_key, cand_key + m, sorted);
+  std::nth_element(sorted, sorted + (k - 1), sorted + m);
+  const uint32_t t = sorted[k - 1];
+  const int64_t n_less = std::count_if(sorted, sorted + (k - 1), [t](uint32_t x) { return x < t; });
+  int64_t n_ties = k - n_less, j = 0;
+  for (int64_t i = 0; i < m; ++i) {
+    const uint32_t key = cand_key[i];
+    if (key < t || (key == t && n_ties > 0)) {
+      n_ties -= key == t ? 1 : 0;
+      out[j++] = cand_idx[i];
+    }
+  }
+  DSS_DCHECK(j == k);
+  return true;
+}
+
 }  // namespace
 
 void top_k_indices(const float* scores, int64_t n, int64_t k, int32_t* out, int32_t* scratch) {
@@ -46,20 +108,9 @@ void top_k_indices(const float* scores, int64_t n, int64_t k, int32_t* out, int3
   }
   // The k-th smallest key T: exactly the keys < T are selected, then the lowest-index keys == T
   // until k are chosen - the set partial_sort with (score desc, index asc) picks.
-  auto* u = reinterpret_cast<uint32_t*>(scratch);  // int32/uint32 may alias
-  for (int64_t i = 0; i < n; ++i) u[i] = descending_key(scores[i]);
-  std::nth_element(u, u + (k - 1), u + n);
-  const uint32_t t = u[k - 1];
-  const int64_t n_less = std::count_if(u, u + (k - 1), [t](uint32_t x) { return x < t; });
-  int64_t n_ties = k - n_less, j = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    const uint32_t key = descending_key(scores[i]);
-    if (key < t || (key == t && n_ties > 0)) {
-      n_ties -= key == t ? 1 : 0;
-      out[j++] = static_cast<int32_t>(i);
-    }
-  }
-  DSS_DCHECK(j == k);
+  auto* keys = reinterpret_cast<uint32_t*>(scratch);  // int32/uint32 may alias
+  if (n >= 4096 && k <= n / 8 && top_k_by_sample(scores, n, k, out, keys)) return;
+  top_k_by_nth_element(scores, n, k, out, keys);
 }
 
 }  // namespace dss::cpu

@@ -132,6 +132,14 @@ inline void MlaPrefetchRows(const MlaCacheView& kv, const int32_t* pos, int64_t 
   }
 }
 
+// exp(x) for x <= 0, with 0 where exp(x) would be an f32 subnormal (x < -87; exp(-87) = 1.6e-38
+// is the smallest normal result). Every softmax row has a term exp(0) = 1, so a dropped term is
+// below 2^-125 of the sum and of each output element's largest contribution: the same result up to
+// rounding of values ~1e-38, while subnormal results (and their products) cost a microcode assist
+// per operation on x86 cores - at long context most of the 2048 attended rows are that far below
+// the maximum.
+HWY_INLINE float ExpOrZero(float x) { return x < -87.0f ? 0.0f : std::exp(x); }
+
 inline void MlaAttnPartial(const MlaCacheView& kv, const int32_t* pos, int64_t i_begin,
                            int64_t i_end, const float* q_lat, const float* q_pe, int32_t n_heads,
                            float scale, float* scratch, float* m, float* l, float* o) {
@@ -157,10 +165,10 @@ inline void MlaAttnPartial(const MlaCacheView& kv, const int32_t* pos, int64_t i
         mx = std::max(mx, s[j]);
       }
       const float m_new = std::max(m[h], mx);
-      const float corr = m[h] == kNegInf ? 0.0f : std::exp(m[h] - m_new);
+      const float corr = m[h] == kNegInf ? 0.0f : ExpOrZero(m[h] - m_new);
       float sum = 0.0f;
       for (int64_t j = 0; j < nt; ++j) {
-        s[j] = std::exp(s[j] - m_new);
+        s[j] = ExpOrZero(s[j] - m_new);
         sum += s[j];
       }
       l[h] = l[h] * corr + sum;

@@ -13,6 +13,7 @@
 #include <limits>
 
 #include "hwy/cache_control.h"
+#include "hwy/contrib/math/math-inl.h"
 #include "hwy/highway.h"
 #include "kernels/cpu/hwy_util-inl.h"
 #include "kernels/cpu/mla_attn.h"
@@ -96,30 +97,6 @@ inline void MlaLoadRows(const MlaCacheView& kv, const int32_t* pos, int64_t i_be
   }
 }
 
-// o[0, R) = o * corr + sum_j p[j] * lat[j, 0:R)  (lat rows of stride R).
-inline void AccumulateRows(float* HWY_RESTRICT o, float corr, const float* HWY_RESTRICT p,
-                           const float* HWY_RESTRICT lat, int64_t nt, int64_t R) {
-  const hn::ScalableTag<float> df;
-  const int64_t N = static_cast<int64_t>(hn::Lanes(df));
-  const auto vc = hn::Set(df, corr);
-  int64_t c = 0;
-  for (; c + 2 * N <= R; c += 2 * N) {
-    auto a0 = hn::Mul(hn::LoadU(df, o + c), vc), a1 = hn::Mul(hn::LoadU(df, o + c + N), vc);
-    for (int64_t j = 0; j < nt; ++j) {
-      const auto vp = hn::Set(df, p[j]);
-      a0 = hn::MulAdd(vp, hn::LoadU(df, lat + j * R + c), a0);
-      a1 = hn::MulAdd(vp, hn::LoadU(df, lat + j * R + c + N), a1);
-    }
-    hn::StoreU(a0, df, o + c);
-    hn::StoreU(a1, df, o + c + N);
-  }
-  for (; c < R; ++c) {
-    float a = o[c] * corr;
-    for (int64_t j = 0; j < nt; ++j) a += p[j] * lat[j * R + c];
-    o[c] = a;
-  }
-}
-
 // Prefetches the cache rows of positions pos[i] (pos == nullptr: i) for i in [i_begin, i_end):
 // issued for the next tile while the current one is computed, so the scattered rows a sparse
 // (V3.2) selection gathers arrive from DRAM behind the arithmetic instead of stalling the decode.
@@ -132,50 +109,152 @@ inline void MlaPrefetchRows(const MlaCacheView& kv, const int32_t* pos, int64_t 
   }
 }
 
+// Heads padded to a multiple of every target's lane count (16 f32 on AVX-512).
+inline int64_t MlaHeadsPadded(int32_t n_heads) { return (int64_t{n_heads} + 15) / 16 * 16; }
+
 // exp(x) for x <= 0, with 0 where exp(x) would be an f32 subnormal (x < -87; exp(-87) = 1.6e-38
 // is the smallest normal result). Every softmax row has a term exp(0) = 1, so a dropped term is
 // below 2^-125 of the sum and of each output element's largest contribution: the same result up to
 // rounding of values ~1e-38, while subnormal results (and their products) cost a microcode assist
-// per operation on x86 cores - at long context most of the 2048 attended rows are that far below
-// the maximum.
-HWY_INLINE float ExpOrZero(float x) { return x < -87.0f ? 0.0f : std::exp(x); }
+// per operation on x86 cores - at long context most attended rows are that far below the maximum.
+template <class DF>
+HWY_INLINE hn::Vec<DF> ExpOrZero(DF df, hn::Vec<DF> x) {
+  const auto lo = hn::Set(df, -87.0f);
+  return hn::IfThenElseZero(hn::Ge(x, lo), hn::Exp(df, hn::Max(x, lo)));
+}
 
+// Scores of rows [j0, j0 + kRows) for head vectors [v0, v0 + kHV): st[j, heads] =
+// sum_c qt[c, heads] * row_j[c] over the latent (R values, stride R) then the rope part (dr, stride
+// dr), one FMA chain per (row, head) in c order. Rows in registers as broadcasts, heads in lanes.
+template <int kRows, int kHV, class DF>
+HWY_INLINE void ScoreRows(DF df, const float* HWY_RESTRICT qt, int64_t Hp, int64_t v0,
+                          const float* HWY_RESTRICT lat, int64_t R, const float* HWY_RESTRICT pe,
+                          int64_t dr, int64_t j0, float* HWY_RESTRICT st) {
+  const auto N = static_cast<int64_t>(hn::Lanes(df));
+  hn::Vec<DF> acc[kRows * kHV];
+  for (int i = 0; i < kRows * kHV; ++i) acc[i] = hn::Zero(df);
+  auto part = [&](const float* HWY_RESTRICT rows, int64_t stride, int64_t n_c, int64_t c_off) {
+    for (int64_t c = 0; c < n_c; ++c) {
+      hn::Vec<DF> qv[kHV];
+      for (int u = 0; u < kHV; ++u) qv[u] = hn::LoadU(df, qt + (c_off + c) * Hp + (v0 + u) * N);
+      for (int r = 0; r < kRows; ++r) {
+        const auto b = hn::Set(df, rows[(j0 + r) * stride + c]);
+        for (int u = 0; u < kHV; ++u) acc[r * kHV + u] = hn::MulAdd(qv[u], b, acc[r * kHV + u]);
+      }
+    }
+  };
+  part(lat, R, R, 0);
+  part(pe, dr, dr, R);
+  for (int r = 0; r < kRows; ++r) {
+    for (int u = 0; u < kHV; ++u)
+      hn::StoreU(acc[r * kHV + u], df, st + (j0 + r) * Hp + (v0 + u) * N);
+  }
+}
+
+// o[h, c-block] = o * corr[h] + sum_{j < nt} p[j, h] * lat[j, c-block] for heads [h0, h0 + kH)
+// and kCV vectors of c from c0; one FMA chain per output element in j order.
+template <int kH, int kCV, class DF>
+HWY_INLINE void AccumulateOut(DF df, const float* HWY_RESTRICT st, int64_t Hp, int64_t h0,
+                              const float* HWY_RESTRICT corr, const float* HWY_RESTRICT lat,
+                              int64_t R, int64_t nt, int64_t c0, float* HWY_RESTRICT o) {
+  const auto N = static_cast<int64_t>(hn::Lanes(df));
+  hn::Vec<DF> acc[kH * kCV];
+  for (int h = 0; h < kH; ++h) {
+    const auto vc = hn::Set(df, corr[h0 + h]);
+    for (int k = 0; k < kCV; ++k)
+      acc[h * kCV + k] = hn::Mul(hn::LoadU(df, o + (h0 + h) * R + c0 + k * N), vc);
+  }
+  for (int64_t j = 0; j < nt; ++j) {
+    hn::Vec<DF> lv[kCV];
+    for (int k = 0; k < kCV; ++k) lv[k] = hn::LoadU(df, lat + j * R + c0 + k * N);
+    for (int h = 0; h < kH; ++h) {
+      const auto b = hn::Set(df, st[j * Hp + h0 + h]);
+      for (int k = 0; k < kCV; ++k) acc[h * kCV + k] = hn::MulAdd(b, lv[k], acc[h * kCV + k]);
+    }
+  }
+  for (int h = 0; h < kH; ++h) {
+    for (int k = 0; k < kCV; ++k) hn::StoreU(acc[h * kCV + k], df, o + (h0 + h) * R + c0 + k * N);
+  }
+}
+
+template <int kH, class DF>
+HWY_INLINE void AccumulateOutHeads(DF df, const float* HWY_RESTRICT st, int64_t Hp, int64_t h0,
+                                   const float* HWY_RESTRICT corr, const float* HWY_RESTRICT lat,
+                                   int64_t R, int64_t nt, float* HWY_RESTRICT o) {
+  const auto N = static_cast<int64_t>(hn::Lanes(df));
+  int64_t c = 0;
+  for (; c + 3 * N <= R; c += 3 * N) AccumulateOut<kH, 3>(df, st, Hp, h0, corr, lat, R, nt, c, o);
+  for (; c + N <= R; c += N) AccumulateOut<kH, 1>(df, st, Hp, h0, corr, lat, R, nt, c, o);
+  for (; c < R; ++c) {  // scalar tail: the same chain per element
+    for (int h = 0; h < kH; ++h) {
+      float a = o[(h0 + h) * R + c] * corr[h0 + h];
+      for (int64_t j = 0; j < nt; ++j) a = std::fma(st[j * Hp + h0 + h], lat[j * R + c], a);
+      o[(h0 + h) * R + c] = a;
+    }
+  }
+}
+
+// Scratch layout (floats): lat [T, R] | pe [T, dr] | qt [R + dr, Hp] | st [T, Hp] | mh, lh, corr
+// [Hp] each, T = kMlaAttnTile (a multiple of the 6-row score block), Hp = MlaHeadsPadded(H).
 inline void MlaAttnPartial(const MlaCacheView& kv, const int32_t* pos, int64_t i_begin,
                            int64_t i_end, const float* q_lat, const float* q_pe, int32_t n_heads,
                            float scale, float* scratch, float* m, float* l, float* o) {
-  const int64_t R = kv.d_latent, dr = kv.d_rope, T = kMlaAttnTile;
-  float* lat = scratch;     // [T, R]
-  float* pe = lat + T * R;  // [T, dr]
-  float* sc = pe + T * dr;  // [n_heads, T]
+  const hn::ScalableTag<float> df;
+  const auto N = static_cast<int64_t>(hn::Lanes(df));
+  const int64_t R = kv.d_latent, dr = kv.d_rope, T = kMlaAttnTile, H = n_heads;
+  const int64_t Hp = MlaHeadsPadded(n_heads), HV = Hp / N;
+  constexpr int kRows = 6;
+  static_assert(kMlaAttnTile % kRows == 0);
+  float* lat = scratch;            // [T, R]
+  float* pe = lat + T * R;         // [T, dr]
+  float* qt = pe + T * dr;         // [R + dr, Hp]: scale * q, transposed, zero-padded heads
+  float* st = qt + (R + dr) * Hp;  // [T, Hp]: scores, then probabilities
+  float* mh = st + T * Hp;         // [Hp] running max
+  float* lh = mh + Hp;             // [Hp] running sum
+  float* corr = lh + Hp;           // [Hp] rescale of the previous tiles
+  for (int64_t c = 0; c < R + dr; ++c) {
+    for (int64_t h = 0; h < Hp; ++h)
+      qt[c * Hp + h] = h < H ? scale * (c < R ? q_lat[h * R + c] : q_pe[h * dr + c - R]) : 0.0f;
+  }
   constexpr float kNegInf = -std::numeric_limits<float>::infinity();
-  std::fill(m, m + n_heads, kNegInf);
-  std::fill(l, l + n_heads, 0.0f);
-  std::fill(o, o + n_heads * R, 0.0f);
+  std::fill(mh, mh + Hp, kNegInf);
+  std::fill(lh, lh + Hp, 0.0f);
+  std::fill(o, o + H * R, 0.0f);
   for (int64_t i0 = i_begin; i0 < i_end; i0 += T) {
     const int64_t nt = std::min(T, i_end - i0);
     MlaLoadRows(kv, pos, i0, nt, lat, pe);
     MlaPrefetchRows(kv, pos, i0 + nt, std::min(i_end, i0 + nt + T));
-    for (int32_t h = 0; h < n_heads; ++h) {
-      const float* ql = q_lat + h * R;
-      const float* qp = q_pe + h * dr;
-      float* s = sc + h * T;
-      float mx = kNegInf;
-      for (int64_t j = 0; j < nt; ++j) {
-        s[j] = scale * (Dot(ql, lat + j * R, R) + Dot(qp, pe + j * dr, dr));
-        mx = std::max(mx, s[j]);
-      }
-      const float m_new = std::max(m[h], mx);
-      const float corr = m[h] == kNegInf ? 0.0f : ExpOrZero(m[h] - m_new);
-      float sum = 0.0f;
-      for (int64_t j = 0; j < nt; ++j) {
-        s[j] = ExpOrZero(s[j] - m_new);
-        sum += s[j];
-      }
-      l[h] = l[h] * corr + sum;
-      m[h] = m_new;
-      AccumulateRows(o + h * R, corr, s, lat, nt, R);
+    const int64_t nb = (nt + kRows - 1) / kRows * kRows;  // rows [nt, nb): zeros, scores unused
+    std::fill(lat + nt * R, lat + nb * R, 0.0f);
+    std::fill(pe + nt * dr, pe + nb * dr, 0.0f);
+    for (int64_t j0 = 0; j0 < nb; j0 += kRows) {
+      int64_t v = 0;
+      for (; v + 2 <= HV; v += 2) ScoreRows<kRows, 2>(df, qt, Hp, v, lat, R, pe, dr, j0, st);
+      for (; v < HV; ++v) ScoreRows<kRows, 1>(df, qt, Hp, v, lat, R, pe, dr, j0, st);
     }
+    // Online softmax, heads in lanes.
+    for (int64_t h = 0; h < Hp; h += N) {
+      auto mx = hn::Set(df, kNegInf);
+      for (int64_t j = 0; j < nt; ++j) mx = hn::Max(mx, hn::LoadU(df, st + j * Hp + h));
+      const auto m_old = hn::LoadU(df, mh + h);
+      const auto m_new = hn::Max(m_old, mx);
+      const auto cr = ExpOrZero(df, hn::Sub(m_old, m_new));  // m_old = -inf: 0
+      auto sum = hn::Zero(df);
+      for (int64_t j = 0; j < nt; ++j) {
+        const auto p = ExpOrZero(df, hn::Sub(hn::LoadU(df, st + j * Hp + h), m_new));
+        hn::StoreU(p, df, st + j * Hp + h);
+        sum = hn::Add(sum, p);
+      }
+      hn::StoreU(hn::MulAdd(hn::LoadU(df, lh + h), cr, sum), df, lh + h);
+      hn::StoreU(m_new, df, mh + h);
+      hn::StoreU(cr, df, corr + h);
+    }
+    int64_t h = 0;
+    for (; h + 4 <= H; h += 4) AccumulateOutHeads<4>(df, st, Hp, h, corr, lat, R, nt, o);
+    for (; h < H; ++h) AccumulateOutHeads<1>(df, st, Hp, h, corr, lat, R, nt, o);
   }
+  std::copy(mh, mh + H, m);
+  std::copy(lh, lh + H, l);
 }
 
 inline void MlaAttnMerge(int32_t n_parts, const float* m, const float* l, const float* o,

@@ -31,9 +31,10 @@ struct MlaCacheView {
 };
 
 // Positions per tile inside mla_attn_partial (rows decoded to f32 together).
-inline constexpr int32_t kMlaAttnTile = 32;
+inline constexpr int32_t kMlaAttnTile = 36;  // a multiple of the 6-row score block
 
-// f32 scratch that one mla_attn_partial call needs: kMlaAttnTile * (d_latent + d_rope + n_heads).
+// f32 scratch that one mla_attn_partial call needs: kMlaAttnTile * (d_latent + d_rope + Hp) +
+// (d_latent + d_rope) * Hp + 3 * Hp, Hp = n_heads rounded up to a multiple of 16.
 int64_t mla_attn_scratch_floats(int32_t n_heads, int32_t d_latent, int32_t d_rope);
 
 // Partial attention of one query token, all heads, over the attended positions

@@ -12,7 +12,6 @@
 #include <cstring>
 #include <limits>
 
-#include "hwy/cache_control.h"
 #include "hwy/contrib/math/math-inl.h"
 #include "hwy/highway.h"
 #include "kernels/cpu/hwy_util-inl.h"
@@ -94,18 +93,6 @@ inline void MlaLoadRows(const MlaCacheView& kv, const int32_t* pos, int64_t i_be
     const int64_t i = i_begin + j;
     DecodeRow(df, kv, pos ? pos[i] : static_cast<int32_t>(i), latent + j * kv.d_latent,
               rope + j * kv.d_rope);
-  }
-}
-
-// Prefetches the cache rows of positions pos[i] (pos == nullptr: i) for i in [i_begin, i_end):
-// issued for the next tile while the current one is computed, so the scattered rows a sparse
-// (V3.2) selection gathers arrive from DRAM behind the arithmetic instead of stalling the decode.
-inline void MlaPrefetchRows(const MlaCacheView& kv, const int32_t* pos, int64_t i_begin,
-                            int64_t i_end) {
-  for (int64_t i = i_begin; i < i_end; ++i) {
-    const uint8_t* r = kv.rows + kv.slot(pos ? pos[i] : static_cast<int32_t>(i)) * kv.row_bytes;
-    for (int64_t b = 0; b < kv.row_bytes; b += 64) hwy::Prefetch(r + b);
-    hwy::Prefetch(r + kv.row_bytes - 1);  // the last line when the row is not line-aligned
   }
 }
 
@@ -223,7 +210,6 @@ inline void MlaAttnPartial(const MlaCacheView& kv, const int32_t* pos, int64_t i
   for (int64_t i0 = i_begin; i0 < i_end; i0 += T) {
     const int64_t nt = std::min(T, i_end - i0);
     MlaLoadRows(kv, pos, i0, nt, lat, pe);
-    MlaPrefetchRows(kv, pos, i0 + nt, std::min(i_end, i0 + nt + T));
     const int64_t nb = (nt + kRows - 1) / kRows * kRows;  // rows [nt, nb): zeros, scores unused
     std::fill(lat + nt * R, lat + nb * R, 0.0f);
     std::fill(pe + nt * dr, pe + nb * dr, 0.0f);

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <bit>
 #include <numeric>
+#include <utility>
 
 #include "base/check.h"
 #include "kernels/cpu/indexer_score.h"
@@ -37,21 +38,37 @@ inline uint32_t descending_key(float x) {
   return ~(b ^ flip);
 }
 
-// Every key's rank by std::nth_element over all n keys, then one pass in index order.
-void top_k_by_nth_element(const float* scores, int64_t n, int64_t k, int32_t* out, uint32_t* keys) {
-  for (int64_t i = 0; i < n; ++i) keys[i] = descending_key(scores[i]);
+// The k-th smallest key T of keys[0, n) (reordered by nth_element; 1 <= k <= n) and how many of
+// the k smallest are < T: the selection is every key < T, then the lowest-index keys == T until k.
+std::pair<uint32_t, int64_t> kth_smallest(uint32_t* keys, int64_t n, int64_t k) {
   std::nth_element(keys, keys + (k - 1), keys + n);
   const uint32_t t = keys[k - 1];
-  const int64_t n_less = std::count_if(keys, keys + (k - 1), [t](uint32_t x) { return x < t; });
-  int64_t n_ties = k - n_less, j = 0;
+  return {t, std::count_if(keys, keys + (k - 1), [t](uint32_t x) { return x < t; })};
+}
+
+// Writes out[0, k) = index_at(i) for the selected i < n (in i order), given kth_smallest's T and
+// count below it over the same keys, key_at(i) the key of i.
+template <class KeyAt, class IndexAt>
+void write_selected(int64_t n, int64_t k, std::pair<uint32_t, int64_t> kth, KeyAt key_at,
+                    IndexAt index_at, int32_t* out) {
+  const uint32_t t = kth.first;
+  int64_t n_ties = k - kth.second, j = 0;
   for (int64_t i = 0; i < n; ++i) {
-    const uint32_t key = descending_key(scores[i]);
+    const uint32_t key = key_at(i);
     if (key < t || (key == t && n_ties > 0)) {
       n_ties -= key == t ? 1 : 0;
-      out[j++] = static_cast<int32_t>(i);
+      out[j++] = index_at(i);
     }
   }
   DSS_DCHECK(j == k);
+}
+
+// Every key's rank by std::nth_element over all n keys, then one pass in index order.
+void top_k_by_nth_element(const float* scores, int64_t n, int64_t k, int32_t* out, uint32_t* keys) {
+  for (int64_t i = 0; i < n; ++i) keys[i] = descending_key(scores[i]);
+  write_selected(
+      n, k, kth_smallest(keys, n, k), [scores](int64_t i) { return descending_key(scores[i]); },
+      [](int64_t i) { return static_cast<int32_t>(i); }, out);
 }
 
 // The same selection for k << n: a threshold tau from a strided sample of the keys (a little
@@ -82,18 +99,9 @@ bool top_k_by_sample(const float* scores, int64_t n, int64_t k, int32_t* out, ui
   uint32_t* sorted = cand_key + m;  // a copy to select on; cand_key keeps the order
   if (2 * m > cap) return false;
   std::copy(cand_key, cand_key + m, sorted);
-  std::nth_element(sorted, sorted + (k - 1), sorted + m);
-  const uint32_t t = sorted[k - 1];
-  const int64_t n_less = std::count_if(sorted, sorted + (k - 1), [t](uint32_t x) { return x < t; });
-  int64_t n_ties = k - n_less, j = 0;
-  for (int64_t i = 0; i < m; ++i) {
-    const uint32_t key = cand_key[i];
-    if (key < t || (key == t && n_ties > 0)) {
-      n_ties -= key == t ? 1 : 0;
-      out[j++] = cand_idx[i];
-    }
-  }
-  DSS_DCHECK(j == k);
+  write_selected(
+      m, k, kth_smallest(sorted, m, k), [cand_key](int64_t i) { return cand_key[i]; },
+      [cand_idx](int64_t i) { return cand_idx[i]; }, out);
   return true;
 }
 

@@ -96,9 +96,6 @@ inline void MlaLoadRows(const MlaCacheView& kv, const int32_t* pos, int64_t i_be
   }
 }
 
-// Heads padded to a multiple of every target's lane count (16 f32 on AVX-512).
-inline int64_t MlaHeadsPadded(int32_t n_heads) { return (int64_t{n_heads} + 15) / 16 * 16; }
-
 // exp(x) for x <= 0, with 0 where exp(x) would be an f32 subnormal (x < -87; exp(-87) = 1.6e-38
 // is the smallest normal result). Every softmax row has a term exp(0) = 1, so a dropped term is
 // below 2^-125 of the sum and of each output element's largest contribution: the same result up to
@@ -182,14 +179,14 @@ HWY_INLINE void AccumulateOutHeads(DF df, const float* HWY_RESTRICT st, int64_t 
 }
 
 // Scratch layout (floats): lat [T, R] | pe [T, dr] | qt [R + dr, Hp] | st [T, Hp] | mh, lh, corr
-// [Hp] each, T = kMlaAttnTile (a multiple of the 6-row score block), Hp = MlaHeadsPadded(H).
+// [Hp] each, T = kMlaAttnTile (a multiple of the 6-row score block), Hp = mla_heads_padded(H).
 inline void MlaAttnPartial(const MlaCacheView& kv, const int32_t* pos, int64_t i_begin,
                            int64_t i_end, const float* q_lat, const float* q_pe, int32_t n_heads,
                            float scale, float* scratch, float* m, float* l, float* o) {
   const hn::ScalableTag<float> df;
   const auto N = static_cast<int64_t>(hn::Lanes(df));
   const int64_t R = kv.d_latent, dr = kv.d_rope, T = kMlaAttnTile, H = n_heads;
-  const int64_t Hp = MlaHeadsPadded(n_heads), HV = Hp / N;
+  const int64_t Hp = mla_heads_padded(n_heads), HV = Hp / N;
   constexpr int kRows = 6;
   static_assert(kMlaAttnTile % kRows == 0);
   float* lat = scratch;            // [T, R]

@@ -15,7 +15,7 @@ HWY_EXPORT(MlaAttnMerge);
 HWY_EXPORT(MlaLoadRows);
 
 int64_t mla_attn_scratch_floats(int32_t n_heads, int32_t d_latent, int32_t d_rope) {
-  const int64_t Hp = (int64_t{n_heads} + 15) / 16 * 16, C = int64_t{d_latent} + d_rope;
+  const int64_t Hp = mla_heads_padded(n_heads), C = int64_t{d_latent} + d_rope;
   return int64_t{kMlaAttnTile} * (C + Hp) + C * Hp + 3 * Hp;
 }
 

@@ -33,6 +33,10 @@ struct MlaCacheView {
 // Positions per tile inside mla_attn_partial (rows decoded to f32 together).
 inline constexpr int32_t kMlaAttnTile = 36;  // a multiple of the 6-row score block
 
+// Heads padded to a multiple of every target's f32 lane count (16 on AVX-512): mla_attn_partial
+// keeps scores and probabilities with the heads in vector lanes.
+inline int64_t mla_heads_padded(int32_t n_heads) { return (int64_t{n_heads} + 15) / 16 * 16; }
+
 // f32 scratch that one mla_attn_partial call needs: kMlaAttnTile * (d_latent + d_rope + Hp) +
 // (d_latent + d_rope) * Hp + 3 * Hp, Hp = n_heads rounded up to a multiple of 16.
 int64_t mla_attn_scratch_floats(int32_t n_heads, int32_t d_latent, int32_t d_rope);

@@ -1,6 +1,7 @@
 #include "base/thread_pool.h"
 
 #include <algorithm>
+#include <chrono>
 
 #include "base/check.h"
 
@@ -18,13 +19,27 @@ ThreadPool::~ThreadPool() {
   for (auto& t : workers_) t.join();
 }
 
-void ThreadPool::range(int32_t i_thread, int64_t& begin, int64_t& end) const {
-  const int64_t n_chunks = (n_ + grain_ - 1) / grain_;
-  const int64_t per = n_chunks / n_threads_, extra = n_chunks % n_threads_;
-  const int64_t c0 = i_thread * per + std::min<int64_t>(i_thread, extra);
-  const int64_t c1 = c0 + per + (i_thread < extra ? 1 : 0);
-  begin = std::min(n_, c0 * grain_);
-  end = std::min(n_, c1 * grain_);
+namespace {
+// A spin-wait hint to the core (its sibling thread, power); a no-op where there is none.
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+}  // namespace
+
+void ThreadPool::work(int32_t i_thread) {
+  const int64_t per_claim_div = 4 * int64_t{n_threads_};
+  int64_t c0 = next_chunk_.load(std::memory_order_relaxed);
+  for (;;) {
+    const int64_t left = n_chunks_ - c0;
+    if (left <= 0) return;
+    const int64_t take = std::max<int64_t>(1, left / per_claim_div);
+    if (!next_chunk_.compare_exchange_weak(c0, c0 + take, std::memory_order_relaxed)) continue;
+    const int64_t begin = c0 * grain_, end = std::min(n_, (c0 + take) * grain_);
+    thunk_(ctx_, begin, end, i_thread);
+    c0 = next_chunk_.load(std::memory_order_relaxed);
+  }
 }
 
 void ThreadPool::run(int64_t n, int64_t grain, Thunk thunk, void* ctx) {
@@ -33,31 +48,42 @@ void ThreadPool::run(int64_t n, int64_t grain, Thunk thunk, void* ctx) {
   ctx_ = ctx;
   n_ = n;
   grain_ = grain;
+  n_chunks_ = (n + grain - 1) / grain;
+  next_chunk_.store(0, std::memory_order_relaxed);
   pending_.store(n_threads_ - 1, std::memory_order_relaxed);
   // seq_cst pairs with the sleeper's seq_cst increment + generation load: either the worker sees
   // the new generation before blocking, or this sees it counted and wakes it (under mu_, so the
-  // notify cannot fall between its predicate check and its wait).
+  // notify cannot fall between its predicate check and its wait). The job fields above are
+  // published by this increment (workers read them after an acquire load of generation_).
   generation_.fetch_add(1, std::memory_order_seq_cst);
   if (sleepers_.load(std::memory_order_seq_cst) > 0) {
     { std::lock_guard<std::mutex> lk(mu_); }
     cv_.notify_all();
   }
-  int64_t b, e;
-  range(0, b, e);
-  if (b < e) thunk(ctx, b, e, 0);
-  // Wait for the workers (they finish quickly; spin, then yield).
+  work(0);
+  // Wait for the workers to finish their last claims (spin, then yield).
   for (int spins = 0; pending_.load(std::memory_order_acquire) != 0; ++spins) {
     if (spins > 2000) std::this_thread::yield();
+    cpu_relax();
   }
 }
 
 void ThreadPool::worker(int32_t i_thread) {
+  using Clock = std::chrono::steady_clock;
   uint64_t seen = 0;
   for (;;) {
-    // Spin a little for the next job before sleeping (steps come back to back).
+    // Spin ~2 ms for the next job before sleeping: the calls of a forward pass come back to back,
+    // and between decode steps (sampling, scheduling) a sleeping worker costs a futex wake-up
+    // (tens of microseconds on a VM) at the next call, during which the caller works alone.
     uint64_t gen = generation_.load(std::memory_order_acquire);
-    for (int spins = 0; gen == seen && spins < 20000; ++spins)
-      gen = generation_.load(std::memory_order_acquire);
+    if (gen == seen) {
+      const auto deadline = Clock::now() + std::chrono::milliseconds(2);
+      for (int spins = 1; gen == seen; ++spins) {
+        cpu_relax();
+        gen = generation_.load(std::memory_order_acquire);
+        if (spins % 256 == 0 && Clock::now() > deadline) break;
+      }
+    }
     if (gen == seen) {
       std::unique_lock<std::mutex> lk(mu_);
       sleepers_.fetch_add(1, std::memory_order_seq_cst);
@@ -67,9 +93,7 @@ void ThreadPool::worker(int32_t i_thread) {
     }
     seen = gen;
     if (stop_) return;
-    int64_t b, e;
-    range(i_thread, b, e);
-    if (b < e) thunk_(ctx_, b, e, i_thread);
+    work(i_thread);
     pending_.fetch_sub(1, std::memory_order_acq_rel);
   }
 }

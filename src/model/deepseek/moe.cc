@@ -32,19 +32,20 @@ inline constexpr int32_t kMaxChoices = 64;     // num_experts_per_tok (ModelConf
 // Row ranges stay tile aligned: a weight tile (tensor/matrix.h) is computed by one thread.
 inline constexpr int64_t kRowGrain = kTileRows;
 
-// Calls fn(job, r0, r1) over rows [0, rows(job)) of every job, split across the pool's threads by
-// estimated cost (a row costs its token count plus ~4 tokens' worth of weight reading), one
-// contiguous (job, row) range per thread, ranges tile aligned.
+// Calls fn(job, r0, r1) over rows [0, rows(job)) of every job, cut by estimated cost (a row costs
+// its token count plus ~4 tokens' worth of weight reading) into 4 shares per thread that the
+// pool's threads claim as they go (a slow core takes fewer); each share is one contiguous
+// (job, row) range, ranges tile aligned.
 template <typename RowsOf, typename Fn>
 void run_jobs(ThreadPool& pool, const ExpertJob* jobs, int32_t n_jobs, RowsOf rows_of, Fn fn) {
   auto row_cost = [&](int32_t j) { return static_cast<int64_t>(jobs[j].n_tok) + 4; };
   int64_t total = 0;
   for (int32_t j = 0; j < n_jobs; ++j) total += rows_of(jobs[j]) * row_cost(j);
-  const int32_t nt = pool.n_threads();
-  // The (job, row) where thread i's share starts: the row holding cost total * i / nt, rounded
-  // down to the grain (every thread computes the same boundaries, so ranges tile exactly).
+  const int64_t n_shares = 4 * int64_t{pool.n_threads()};
+  // The (job, row) where share i starts: the row holding cost total * i / n_shares, rounded
+  // down to the grain (every share computes the same boundaries, so ranges tile exactly).
   auto boundary = [&](int64_t i, int32_t& job, int64_t& row) {
-    int64_t c = total * i / nt;
+    int64_t c = total * i / n_shares;
     for (job = 0; job < n_jobs; ++job) {
       const int64_t jc = rows_of(jobs[job]) * row_cost(job);
       if (c < jc) {
@@ -55,14 +56,16 @@ void run_jobs(ThreadPool& pool, const ExpertJob* jobs, int32_t n_jobs, RowsOf ro
     }
     row = 0;
   };
-  pool.parallel_for(nt, 1, [&](int64_t i, int64_t, int32_t) {
-    int32_t j0, j1;
-    int64_t r0, r1;
-    boundary(i, j0, r0);
-    boundary(i + 1, j1, r1);
-    for (int32_t j = j0; j <= j1 && j < n_jobs; ++j) {
-      const int64_t b = j == j0 ? r0 : 0, e = j == j1 ? r1 : rows_of(jobs[j]);
-      if (b < e) fn(jobs[j], b, e);
+  pool.parallel_for(n_shares, 1, [&](int64_t i0, int64_t i1, int32_t) {
+    for (int64_t i = i0; i < i1; ++i) {
+      int32_t j0, j1;
+      int64_t r0, r1;
+      boundary(i, j0, r0);
+      boundary(i + 1, j1, r1);
+      for (int32_t j = j0; j <= j1 && j < n_jobs; ++j) {
+        const int64_t b = j == j0 ? r0 : 0, e = j == j1 ? r1 : rows_of(jobs[j]);
+        if (b < e) fn(jobs[j], b, e);
+      }
     }
   });
 }

@@ -170,8 +170,8 @@ TEST(TopKIndices, SameSetAsPartialSortWithTies) {
         if (mode == 1) v = rng.normal();
         if (mode == 2) v = rng.next_u64() % 3 == 0 ? rng.normal() : levels[rng.next_u64() % 2 + 2];
       }
-      // n / 10, n / 16: the sampled-threshold path (n >= 4096, k <= n / 8)
-      for (int64_t k : {int64_t{0}, int64_t{1}, n / 16, n / 10, n / 3, n / 2, n - 1, n}) {
+      // n / 16, n / 10, n / 7: the sampled-threshold path (n >= 4096, 6 k <= n)
+      for (int64_t k : {int64_t{0}, int64_t{1}, n / 16, n / 10, n / 7, n / 3, n / 2, n - 1, n}) {
         if (k < 0) continue;
         std::vector<int32_t> got(static_cast<size_t>(k) + 1, -5), want(static_cast<size_t>(k)),
             scratch(static_cast<size_t>(n));

@@ -117,7 +117,7 @@ void top_k_indices(const float* scores, int64_t n, int64_t k, int32_t* out, int3
   // The k-th smallest key T: exactly the keys < T are selected, then the lowest-index keys == T
   // until k are chosen - the set partial_sort with (score desc, index asc) picks.
   auto* keys = reinterpret_cast<uint32_t*>(scratch);  // int32/uint32 may alias
-  if (n >= 4096 && k <= n / 8 && top_k_by_sample(scores, n, k, out, keys)) return;
+  if (n >= 4096 && 6 * k <= n && top_k_by_sample(scores, n, k, out, keys)) return;
   top_k_by_nth_element(scores, n, k, out, keys);
 }
 

@@ -11,6 +11,7 @@
 //   position <= t is selected (t < index_topk) the selection is dense and not materialised.
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "base/check.h"
 #include "kernels/cpu/indexer_score.h"
@@ -81,35 +82,52 @@ void Model::indexer_select(int32_t i_layer, const ForwardBatch& b, int32_t i_seq
     cpu::top_k_indices(score, pos + 1, K, ws.sel.data() + static_cast<size_t>(t) * K, scratch);
     ws.n_sel[static_cast<size_t>(t)] = K;
   };
-  // Decode: the top K of positions [0, pos] with the work split over the threads: each takes a
-  // contiguous share and selects its own top min(K, share) (top_k_indices' order: score desc,
-  // index asc), then the top K among those candidates, kept in position order, is the same set
-  // (every member of the global top K is in its share's top K) in the same order.
-  auto select_top_split = [&](int32_t t, int32_t pos) {
-    const int64_t n = int64_t{pos} + 1;
+  // Decode: scoring and selection split over the threads in one pass. Each thread scores a
+  // contiguous share of the page runs and, while those scores are still in its cache, selects the
+  // top min(K, share) of its share (top_k_indices' order: score desc, index asc). Every member of
+  // the global top K is in its share's top K, and the global K-th score is >= every full share's
+  // K-th score, so the candidates scoring below the largest of those cannot be selected; the top
+  // K of the rest (kept in position order) is the same set in the same order as one selection
+  // over all positions.
+  auto score_select_split = [&](int32_t t, int32_t pos) {
+    const int64_t n = int64_t{pos} + 1, n_runs = pos / page_size + 1;
     const int32_t P = pool_->n_threads();
-    const float* score = ws.idx_scores.data();
-    if (P < 2 || n < 4 * int64_t{K}) {
-      select_top(t, pos, score, ws.idx_order.data());
-      return;
-    }
+    float* score = ws.idx_scores.data();
     int32_t* cand = ws.idx_cand.data();  // [P, K]
-    auto share = [&](int64_t p) { return std::pair<int64_t, int64_t>{n * p / P, n * (p + 1) / P}; };
+    auto share = [&](int64_t p) {        // positions [b, e) of share p: whole page runs
+      const int64_t r0 = n_runs * p / P, r1 = n_runs * (p + 1) / P;
+      return std::pair<int64_t, int64_t>{r0, r1};
+    };
     pool_->parallel_for(P, 1, [&](int64_t p0, int64_t p1, int32_t) {
       for (int64_t p = p0; p < p1; ++p) {
-        const auto [b, e] = share(p);
-        const int64_t k = std::min<int64_t>(K, e - b);
+        const auto [r0, r1] = share(p);
+        if (r0 == r1) continue;
+        score_runs(t, pos, r0, r1, score);
+        const int64_t b = r0 * page_size, e = std::min(n, r1 * page_size);
         int32_t* out = cand + p * K;
-        cpu::top_k_indices(score + b, e - b, k, out, ws.idx_order.data() + p * S);
-        for (int64_t i = 0; i < k; ++i) out[i] += static_cast<int32_t>(b);
+        cpu::top_k_indices(score + b, e - b, std::min<int64_t>(K, e - b), out,
+                           ws.idx_order.data() + p * S);
+        for (int64_t i = 0; i < std::min<int64_t>(K, e - b); ++i) out[i] += static_cast<int32_t>(b);
       }
     });
-    int64_t total = 0;  // compact the candidates (position order) with their scores
+    float floor = -std::numeric_limits<float>::infinity();  // max over full shares' K-th score
     for (int32_t p = 0; p < P; ++p) {
-      const auto [b, e] = share(p);
-      for (int64_t i = 0; i < std::min<int64_t>(K, e - b); ++i) {
-        cand[total] = cand[p * K + i];
-        ws.idx_cand_scores[static_cast<size_t>(total)] = score[cand[total]];
+      const auto [r0, r1] = share(p);
+      const int64_t len = std::min(n, r1 * page_size) - std::min(n, r0 * page_size);
+      if (len < K) continue;
+      float kth = std::numeric_limits<float>::infinity();
+      for (int64_t i = 0; i < K; ++i) kth = std::min(kth, score[cand[p * K + i]]);
+      floor = std::max(floor, kth);
+    }
+    int64_t total = 0;  // compact the candidates scoring >= floor (position order) with scores
+    for (int32_t p = 0; p < P; ++p) {
+      const auto [r0, r1] = share(p);
+      const int64_t len = std::min(n, r1 * page_size) - std::min(n, r0 * page_size);
+      for (int64_t i = 0; i < std::min<int64_t>(K, len); ++i) {
+        const int32_t x = cand[p * K + i];
+        if (score[x] < floor) continue;
+        cand[total] = x;
+        ws.idx_cand_scores[static_cast<size_t>(total)] = score[x];
         ++total;
       }
     }
@@ -137,11 +155,15 @@ void Model::indexer_select(int32_t i_layer, const ForwardBatch& b, int32_t i_seq
       const int32_t pos = b.positions[static_cast<size_t>(t)];
       ws.n_sel[static_cast<size_t>(t)] = -1;
       if (pos + 1 <= K) continue;
+      if (pool_->n_threads() >= 2 && pos + 1 >= 4 * int64_t{K}) {
+        score_select_split(t, pos);
+        continue;
+      }
       pool_->parallel_for(pos / page_size + 1, std::max(1, 256 / page_size),
                           [&](int64_t r0, int64_t r1, int32_t) {
                             score_runs(t, pos, r0, r1, ws.idx_scores.data());
                           });
-      select_top_split(t, pos);
+      select_top(t, pos, ws.idx_scores.data(), ws.idx_order.data());
     }
   }
   if (ws.trace != nullptr) {

@@ -20,6 +20,21 @@
 //   first (the order `score[x] > score[y] || (score[x] == score[y] && x < y)`, -0 == +0), written
 //   to out[0, k) in increasing index order. scratch: [n] int32, clobbered. O(n) expected
 //   (selection on order-preserving integer keys, no sort). Scores must not be NaN.
+//
+// The pieces of top_k_indices' sampled path, for callers that split it over threads (the decode
+// indexer: scores from all threads, candidates gathered per share, one exact selection):
+//   top_k_key(score): the order-preserving key, reversed: key(a) < key(b) <=> a > b, with
+//     key(-0) == key(+0). The selection's order is (key asc, index asc).
+//   top_k_sample_threshold(sample_keys, n_sample, n, k): a key tau a little past the k / n
+//     quantile of the sample (reordered), so that about 1.25 k + 16 n / n_sample of n keys are
+//     <= tau: usually >= k of them, and every one of the top k when there are.
+//   top_k_gather(scores, n, base, tau, keys, idx, cap): the keys <= tau of scores[0, n) and
+//     their indices base + i, in index order, into keys / idx [cap]; returns how many there are.
+//     Only when that count is < cap are keys / idx [0, count) all of them (cap >= 1).
+//   top_k_from_candidates(keys, idx, m, k, out, scratch): given m >= k candidates in index order
+//     that include every key of the global top k (all keys < the k-th smallest and, for its
+//     ties, the lowest indices), out[0, k) = the idx of the top k in index order - top_k_indices'
+//     selection. scratch: [m] uint32.
 #pragma once
 
 #include <cstdint>
@@ -34,5 +49,12 @@ void index_scores(const uint8_t* keys_t, int64_t ld, const float* key_scales, in
                   const uint8_t* next_keys_t = nullptr);
 
 void top_k_indices(const float* scores, int64_t n, int64_t k, int32_t* out, int32_t* scratch);
+
+uint32_t top_k_key(float score);
+uint32_t top_k_sample_threshold(uint32_t* sample_keys, int64_t n_sample, int64_t n, int64_t k);
+int64_t top_k_gather(const float* scores, int64_t n, int64_t base, uint32_t tau, uint32_t* keys,
+                     int32_t* idx, int64_t cap);
+void top_k_from_candidates(const uint32_t* keys, const int32_t* idx, int64_t m, int64_t k,
+                           int32_t* out, uint32_t* scratch);
 
 }  // namespace dss::cpu

@@ -82,60 +82,63 @@ void Model::indexer_select(int32_t i_layer, const ForwardBatch& b, int32_t i_seq
     cpu::top_k_indices(score, pos + 1, K, ws.sel.data() + static_cast<size_t>(t) * K, scratch);
     ws.n_sel[static_cast<size_t>(t)] = K;
   };
-  // Decode: scoring and selection split over the threads in one pass. Each thread scores a
-  // contiguous share of the page runs and, while those scores are still in its cache, selects the
-  // top min(K, share) of its share (top_k_indices' order: score desc, index asc). Every member of
-  // the global top K is in its share's top K, and the global K-th score is >= every full share's
-  // K-th score, so the candidates scoring below the largest of those cannot be selected; the top
-  // K of the rest (kept in position order) is the same set in the same order as one selection
-  // over all positions.
-  auto score_select_split = [&](int32_t t, int32_t pos) {
+  // Decode over P >= 2 threads, K <= n / 6: the page runs are scored by whichever thread claims
+  // them (balanced), each claim also leaving a strided sample of its keys; the sample gives a
+  // threshold tau (top_k_sample_threshold), each thread gathers the keys <= tau of a contiguous
+  // share, and one exact selection among the candidates (in position order) gives the same set in
+  // the same order as top_k_indices over all positions. When tau misjudges (fewer than K
+  // candidates, or a share with a quarter of its keys or more) the selection falls back to
+  // top_k_indices over the scores.
+  auto score_select_parallel = [&](int32_t t, int32_t pos) {
     const int64_t n = int64_t{pos} + 1, n_runs = pos / page_size + 1;
     const int32_t P = pool_->n_threads();
+    const int64_t stride = std::max<int64_t>(1, n / 1024), n_sample = (n + stride - 1) / stride;
     float* score = ws.idx_scores.data();
-    int32_t* cand = ws.idx_cand.data();  // [P, K]
-    auto share = [&](int64_t p) {        // positions [b, e) of share p: whole page runs
-      const int64_t r0 = n_runs * p / P, r1 = n_runs * (p + 1) / P;
-      return std::pair<int64_t, int64_t>{r0, r1};
-    };
+    auto* sample = reinterpret_cast<uint32_t*>(ws.idx_scores.data() + S);  // [n_sample]
+    pool_->parallel_for(n_runs, 1, [&](int64_t r0, int64_t r1, int32_t) {
+      score_runs(t, pos, r0, r1, score);
+      const int64_t b = r0 * page_size, e = std::min(n, r1 * page_size);
+      for (int64_t i = (b + stride - 1) / stride * stride; i < e; i += stride)
+        sample[i / stride] = cpu::top_k_key(score[i]);
+    });
+    const uint32_t tau = cpu::top_k_sample_threshold(sample, n_sample, n, K);
+    // Share p gathers positions [n p / P, n (p + 1) / P) into row p of idx_order: keys [cap],
+    // then indices [cap] (cap: a quarter of a share, as top_k_indices' own sampled path).
+    auto share = [&](int64_t p) { return std::pair<int64_t, int64_t>{n * p / P, n * (p + 1) / P}; };
+    const int64_t cap = std::max<int64_t>(1, n / P / 4);
+    auto* rows = reinterpret_cast<uint32_t*>(ws.idx_order.data());
+    int64_t* counts = ws.idx_counts.data();  // [P]
     pool_->parallel_for(P, 1, [&](int64_t p0, int64_t p1, int32_t) {
       for (int64_t p = p0; p < p1; ++p) {
-        const auto [r0, r1] = share(p);
-        if (r0 == r1) continue;
-        score_runs(t, pos, r0, r1, score);
-        const int64_t b = r0 * page_size, e = std::min(n, r1 * page_size);
-        int32_t* out = cand + p * K;
-        cpu::top_k_indices(score + b, e - b, std::min<int64_t>(K, e - b), out,
-                           ws.idx_order.data() + p * S);
-        for (int64_t i = 0; i < std::min<int64_t>(K, e - b); ++i) out[i] += static_cast<int32_t>(b);
+        const auto [b, e] = share(p);
+        uint32_t* keys = rows + p * S;
+        counts[p] = cpu::top_k_gather(score + b, e - b, b, tau, keys,
+                                      reinterpret_cast<int32_t*>(keys + cap), cap);
       }
     });
-    float floor = -std::numeric_limits<float>::infinity();  // max over full shares' K-th score
+    int64_t m = 0;
+    bool fits = true;
     for (int32_t p = 0; p < P; ++p) {
-      const auto [r0, r1] = share(p);
-      const int64_t len = std::min(n, r1 * page_size) - std::min(n, r0 * page_size);
-      if (len < K) continue;
-      float kth = std::numeric_limits<float>::infinity();
-      for (int64_t i = 0; i < K; ++i) kth = std::min(kth, score[cand[p * K + i]]);
-      floor = std::max(floor, kth);
+      fits = fits && counts[p] < cap;
+      m += counts[p];
     }
-    int64_t total = 0;  // compact the candidates scoring >= floor (position order) with scores
-    for (int32_t p = 0; p < P; ++p) {
-      const auto [r0, r1] = share(p);
-      const int64_t len = std::min(n, r1 * page_size) - std::min(n, r0 * page_size);
-      for (int64_t i = 0; i < std::min<int64_t>(K, len); ++i) {
-        const int32_t x = cand[p * K + i];
-        if (score[x] < floor) continue;
-        cand[total] = x;
-        ws.idx_cand_scores[static_cast<size_t>(total)] = score[x];
-        ++total;
-      }
-    }
-    int32_t* pick = ws.idx_cand.data() + static_cast<size_t>(P) * K;
-    cpu::top_k_indices(ws.idx_cand_scores.data(), total, K, pick, ws.idx_order.data());
     int32_t* sel = ws.sel.data() + static_cast<size_t>(t) * K;
-    for (int32_t i = 0; i < K; ++i) sel[i] = cand[pick[i]];
     ws.n_sel[static_cast<size_t>(t)] = K;
+    if (!fits || m < K) {  // tau misjudged: the exact selection over every score
+      cpu::top_k_indices(score, n, K, sel, ws.idx_order.data());
+      return;
+    }
+    // The candidates as one list in position order: keys in row 0, indices in idx_cand.
+    int32_t* idx = ws.idx_cand.data();  // [m <= n / 4]
+    int64_t at = 0;
+    for (int32_t p = 0; p < P; ++p) {
+      const uint32_t* keys = rows + p * S;
+      const auto* ids = reinterpret_cast<const int32_t*>(keys + cap);
+      std::copy(ids, ids + counts[p], idx + at);
+      if (p > 0) std::copy(keys, keys + counts[p], rows + at);
+      at += counts[p];
+    }
+    cpu::top_k_from_candidates(rows, idx, m, K, sel, rows + S);
   };
   if (t_end - t_begin >= pool_->n_threads()) {  // prefill: one thread per token
     pool_->parallel_for(t_end - t_begin, 1, [&](int64_t i0, int64_t i1, int32_t i_thread) {
@@ -155,14 +158,13 @@ void Model::indexer_select(int32_t i_layer, const ForwardBatch& b, int32_t i_seq
       const int32_t pos = b.positions[static_cast<size_t>(t)];
       ws.n_sel[static_cast<size_t>(t)] = -1;
       if (pos + 1 <= K) continue;
-      if (pool_->n_threads() >= 2 && pos + 1 >= 4 * int64_t{K}) {
-        score_select_split(t, pos);
+      if (pool_->n_threads() >= 2 && pos + 1 >= 6 * int64_t{K}) {
+        score_select_parallel(t, pos);
         continue;
       }
-      pool_->parallel_for(pos / page_size + 1, std::max(1, 256 / page_size),
-                          [&](int64_t r0, int64_t r1, int32_t) {
-                            score_runs(t, pos, r0, r1, ws.idx_scores.data());
-                          });
+      pool_->parallel_for(pos / page_size + 1, 1, [&](int64_t r0, int64_t r1, int32_t) {
+        score_runs(t, pos, r0, r1, ws.idx_scores.data());
+      });
       select_top(t, pos, ws.idx_scores.data(), ws.idx_order.data());
     }
   }

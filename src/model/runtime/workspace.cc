@@ -77,8 +77,8 @@ Workspace::Workspace(const ModelConfig& c, const WorkspaceLimits& lim) : limits(
     idx_w.resize(T * static_cast<size_t>(c.index_n_heads));
     idx_scores.resize(nt * S);
     idx_order.resize(nt * S);
-    idx_cand.resize((nt + 1) * static_cast<size_t>(c.index_topk));
-    idx_cand_scores.resize(nt * static_cast<size_t>(c.index_topk));
+    idx_cand.resize(S);
+    idx_counts.resize(nt);
     sel.resize(T * static_cast<size_t>(c.index_topk));
   }
   n_sel.assign(T, -1);

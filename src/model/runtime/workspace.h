@@ -91,13 +91,13 @@ struct Workspace {
   std::vector<float> idx_w;        // [max_tokens, index_n_heads] head coefficients
   std::vector<float> idx_scores;   // [n_threads, max_kv_len]
   std::vector<int32_t> idx_order;  // [n_threads, max_kv_len]
-  // Decode top-k split over the threads: each thread's top index_topk of its share of the
-  // positions, then the top index_topk of those candidates (selection indices last).
-  std::vector<int32_t> idx_cand;       // [n_threads + 1, index_topk]
-  std::vector<float> idx_cand_scores;  // [n_threads, index_topk]
-  std::vector<int32_t> sel;            // [max_tokens, index_topk] selected positions (sorted)
-  std::vector<int32_t> n_sel;          // [max_tokens]; -1: every position <= the token's own
-  ForwardTrace* trace = nullptr;       // tests only: record routing and index decisions
+  // Decode top-k over the threads (Model::indexer_select): the candidates' positions and how
+  // many each thread's share gathered.
+  std::vector<int32_t> idx_cand;    // [max_kv_len]
+  std::vector<int64_t> idx_counts;  // [n_threads]
+  std::vector<int32_t> sel;         // [max_tokens, index_topk] selected positions (sorted)
+  std::vector<int32_t> n_sel;       // [max_tokens]; -1: every position <= the token's own
+  ForwardTrace* trace = nullptr;    // tests only: record routing and index decisions
 };
 
 }  // namespace dss

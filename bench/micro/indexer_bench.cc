@@ -4,6 +4,10 @@
 //     peak (the FmaChains kernel of roofline_bench, measured once, in thread CPU time;
 //     the counter prints as "/s", it is a plain ratio). The keys
 //     (n * 128 bytes: 4 MiB at 32K) stay in cache between iterations: a compute figure.
+//     n = 64 is one page (in L1), 2048 fits L2.
+//   BM_IndexDecodeStep/n/run: one decode token's 12 layers at context n, keys streamed from
+//     memory, top-k included, one thread (see below).
+//   BM_IndexScoresAllThreads/n: the same scoring over all threads, as the forward pass runs it.
 //   BM_TopK/n: top_k_indices(k = 2048) over n random scores; keys/s.
 // Usage: indexer_bench [Google Benchmark flags]
 #undef HWY_TARGET_INCLUDE
@@ -18,9 +22,11 @@
 
 #include <algorithm>
 #include <ctime>
+#include <thread>
 #include <vector>
 
 #include "base/rng.h"
+#include "base/thread_pool.h"
 #include "kernels/cpu/indexer_score.h"
 
 namespace dss::bench {
@@ -115,6 +121,42 @@ void BM_IndexDecodeStep(benchmark::State& bs) {
                          benchmark::Counter::kIsIterationInvariantRate);
 }
 
+// The scoring of BM_IndexDecodeStep (pages of 64 keys, 12 layers, keys streamed from memory, no
+// top-k) split over all threads by the forward pass's pool, one dispatch per layer: what the
+// model's decode step gets from the indexer kernel with every core busy. GFLOP/s per thread, wall
+// time (compare with BM_IndexDecodeStep/run:64's one-thread figure).
+void BM_IndexScoresAllThreads(benchmark::State& bs) {
+  const int64_t n = bs.range(0);
+  constexpr int32_t kHI = 8, kLayers = 12;
+  static ThreadPool pool(static_cast<int32_t>(std::thread::hardware_concurrency()));
+  Rng rng(6);
+  std::vector<uint8_t> keys(static_cast<size_t>(kLayers * n * kD));
+  for (auto& b : keys) b = static_cast<uint8_t>(rng.next_u64() % 0x7F);
+  std::vector<float> key_scales(static_cast<size_t>(kLayers * n), 0.5f),
+      q(static_cast<size_t>(kHI * kD)), coef(kHI), scores(static_cast<size_t>(n));
+  for (auto& v : q) v = rng.normal();
+  for (auto& v : coef) v = rng.normal();
+  const int64_t n_pages = n / kPage;
+  for (auto _ : bs) {
+    for (int32_t l = 0; l < kLayers; ++l) {
+      const uint8_t* lk = keys.data() + static_cast<size_t>(l * n * kD);
+      const float* ls = key_scales.data() + static_cast<size_t>(l * n);
+      pool.parallel_for(n_pages, 1, [&](int64_t j0, int64_t j1, int32_t) {
+        for (int64_t j = j0; j < j1; ++j) {
+          const uint8_t* next = j + 1 < j1 ? lk + (j + 1) * kPage * kD : nullptr;
+          cpu::index_scores(lk + j * kPage * kD, kPage, ls + j * kPage, kPage, q.data(),
+                            coef.data(), kHI, kD, scores.data() + j * kPage, next);
+        }
+      });
+    }
+    benchmark::DoNotOptimize(scores.data());
+  }
+  bs.counters["threads"] = pool.n_threads();
+  bs.counters["GFLOP/s/thread"] = benchmark::Counter(
+      2.0 * kHI * kD * static_cast<double>(n) * kLayers * 1e-9 / pool.n_threads(),
+      benchmark::Counter::kIsIterationInvariantRate);
+}
+
 void BM_TopK(benchmark::State& bs) {
   const int64_t n = bs.range(0), k = std::min<int64_t>(2048, n);
   Rng rng(4);
@@ -130,11 +172,16 @@ void BM_TopK(benchmark::State& bs) {
 
 BENCHMARK(BM_IndexScores)
     ->ArgNames({"HI", "n"})
-    ->ArgsProduct({{8, 64}, {2048, 32768}})
+    ->ArgsProduct({{8, 64}, {64, 2048, 32768}})
     ->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_IndexDecodeStep)
     ->ArgNames({"n", "run"})
     ->ArgsProduct({{8192, 32768}, {64, 1 << 20}})
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_IndexScoresAllThreads)
+    ->ArgName("n")
+    ->Arg(32768)
+    ->UseRealTime()
     ->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_TopK)->Arg(4096)->Arg(32768)->Unit(benchmark::kMicrosecond);
 

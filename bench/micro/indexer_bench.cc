@@ -90,16 +90,30 @@ void BM_IndexScores(benchmark::State& bs) {
 // memory, laid out as the cache lays them out (pages of `run` keys, each [D, run]) and scored one
 // call per page (run 64: the default page size; 1 << 20: one call per layer), then top-2048 per
 // layer. Per-token milliseconds, one thread.
+// The inputs of one decode token's indexer work over kLayers layers at context n: keys
+// [kLayers, n, kD] e4m3 (no NaN codes), key scales, a query of kHI heads, coefficients, and the
+// scores row they are written to.
+constexpr int32_t kHI = 8, kLayers = 12;
+struct DecodeStepCase {
+  std::vector<uint8_t> keys;
+  std::vector<float> key_scales, q, coef, scores;
+  DecodeStepCase(int64_t n, uint64_t seed)
+      : keys(static_cast<size_t>(kLayers * n * kD)),
+        key_scales(static_cast<size_t>(kLayers * n), 0.5f),
+        q(static_cast<size_t>(kHI * kD)),
+        coef(kHI),
+        scores(static_cast<size_t>(n)) {
+    Rng rng(seed);
+    for (auto& b : keys) b = static_cast<uint8_t>(rng.next_u64() % 0x7F);
+    for (auto& v : q) v = rng.normal();
+    for (auto& v : coef) v = rng.normal();
+  }
+};
+
 void BM_IndexDecodeStep(benchmark::State& bs) {
   const int64_t n = bs.range(0), run = bs.range(1);
-  constexpr int32_t kHI = 8, kLayers = 12;
-  Rng rng(5);
-  std::vector<uint8_t> keys(static_cast<size_t>(kLayers * n * kD));
-  for (auto& b : keys) b = static_cast<uint8_t>(rng.next_u64() % 0x7F);
-  std::vector<float> key_scales(static_cast<size_t>(kLayers * n), 0.5f),
-      q(static_cast<size_t>(kHI * kD)), coef(kHI), scores(static_cast<size_t>(n));
-  for (auto& v : q) v = rng.normal();
-  for (auto& v : coef) v = rng.normal();
+  DecodeStepCase c(n, 5);
+  auto& [keys, key_scales, q, coef, scores] = c;
   const int64_t k = std::min<int64_t>(2048, n);
   std::vector<int32_t> out(static_cast<size_t>(k)), scratch(static_cast<size_t>(n));
   for (auto _ : bs) {
@@ -127,15 +141,9 @@ void BM_IndexDecodeStep(benchmark::State& bs) {
 // time (compare with BM_IndexDecodeStep/run:64's one-thread figure).
 void BM_IndexScoresAllThreads(benchmark::State& bs) {
   const int64_t n = bs.range(0);
-  constexpr int32_t kHI = 8, kLayers = 12;
   static ThreadPool pool(static_cast<int32_t>(std::thread::hardware_concurrency()));
-  Rng rng(6);
-  std::vector<uint8_t> keys(static_cast<size_t>(kLayers * n * kD));
-  for (auto& b : keys) b = static_cast<uint8_t>(rng.next_u64() % 0x7F);
-  std::vector<float> key_scales(static_cast<size_t>(kLayers * n), 0.5f),
-      q(static_cast<size_t>(kHI * kD)), coef(kHI), scores(static_cast<size_t>(n));
-  for (auto& v : q) v = rng.normal();
-  for (auto& v : coef) v = rng.normal();
+  DecodeStepCase c(n, 6);
+  auto& [keys, key_scales, q, coef, scores] = c;
   const int64_t n_pages = n / kPage;
   for (auto _ : bs) {
     for (int32_t l = 0; l < kLayers; ++l) {

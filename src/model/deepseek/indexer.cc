@@ -11,7 +11,6 @@
 //   position <= t is selected (t < index_topk) the selection is dense and not materialised.
 #include <algorithm>
 #include <cmath>
-#include <limits>
 
 #include "base/check.h"
 #include "kernels/cpu/indexer_score.h"
@@ -92,6 +91,8 @@ void Model::indexer_select(int32_t i_layer, const ForwardBatch& b, int32_t i_seq
   auto score_select_parallel = [&](int32_t t, int32_t pos) {
     const int64_t n = int64_t{pos} + 1, n_runs = pos / page_size + 1;
     const int32_t P = pool_->n_threads();
+    DSS_CHECK(ws.idx_counts.size() >= static_cast<size_t>(P), "workspace sized for ",
+              ws.idx_counts.size(), " threads, pool has ", P);
     const int64_t stride = std::max<int64_t>(1, n / 1024), n_sample = (n + stride - 1) / stride;
     float* score = ws.idx_scores.data();
     auto* sample = reinterpret_cast<uint32_t*>(ws.idx_scores.data() + S);  // [n_sample]

@@ -1,6 +1,7 @@
 #include "tensor/dtype.h"
 
 #include <array>
+#include <bit>
 #include <cmath>
 #include <limits>
 
@@ -112,28 +113,27 @@ const std::array<float, 256> kFp8Table = make_fp8_table();
 float fp8e4m3_to_f32(uint8_t v) { return kFp8Table[v]; }
 
 uint8_t f32_to_fp8e4m3(float f) {
-  if (std::isnan(f)) return 0x7F;
-  const uint8_t sign = std::signbit(f) ? 0x80 : 0x00;
-  float a = std::fabs(f);
-  if (a >= kFp8E4M3Max) return static_cast<uint8_t>(sign | 0x7E);  // 448, saturating
-  // Grid spacing: 2^(e-3) for normal binade [2^e, 2^(e+1)), e >= -6; 2^-9 for subnormals.
-  int e;
-  std::frexp(a, &e);  // a = m * 2^e, m in [0.5, 1)  => binade exponent e-1
-  int binade = e - 1;
-  if (binade < -6) binade = -6;
-  const float step = std::ldexp(1.0f, binade - 3);
-  const float q = std::nearbyint(a / step) * step;  // exact: a/step is a power-of-two scaling
-  // Encode q (may have rounded up into the next binade, which is still on the grid).
-  if (q == 0.0f) return sign;
-  int qe;
-  std::frexp(q, &qe);
-  const int qb = qe - 1;
-  if (qb < -6) {  // subnormal: q = man * 2^-9
-    const int man = static_cast<int>(std::ldexp(q, 9));
-    return static_cast<uint8_t>(sign | man);
+  // Integer rounding on the f32 bits (no libm calls: this runs for every new cache row's indexer
+  // key and every simulated-fp8 activation in the decode step).
+  const uint32_t bits = std::bit_cast<uint32_t>(f);
+  const auto sign = static_cast<uint8_t>((bits >> 24) & 0x80u);
+  const uint32_t a = bits & 0x7FFFFFFFu;
+  if (a > 0x7F800000u) return 0x7F;  // NaN
+  if (a >= std::bit_cast<uint32_t>(kFp8E4M3Max))
+    return static_cast<uint8_t>(sign | 0x7E);  // saturate
+  if (a >= 0x3C800000u) {                      // >= 2^-6: a normal e4m3 binade
+    // Round the 23-bit mantissa to 3 bits, to nearest even (a carry moves into the exponent,
+    // which is still on the grid; below 448 it never passes 448's code 0x7E), then rebias the
+    // exponent from 127 to 7: code = (biased exponent << 3 | mantissa) - (120 << 3).
+    const uint32_t r = (a + 0x7FFFFu + ((a >> 20) & 1u)) >> 20;
+    return static_cast<uint8_t>(sign | (r - (120u << 3)));
   }
-  const int man = static_cast<int>(std::ldexp(q, -qb) * 8.0f) - 8;
-  return static_cast<uint8_t>(sign | ((qb + 7) << 3) | man);
+  // Subnormal grid (steps of 2^-9): |f| * 2^9 < 8 is exact, and adding then subtracting 2^23
+  // rounds it to an integer, to nearest even (the default rounding mode); 8 is the smallest
+  // normal, code 0x08.
+  const float scaled = std::bit_cast<float>(a) * 512.0f;
+  const float man = (scaled + 8388608.0f) - 8388608.0f;
+  return static_cast<uint8_t>(sign | static_cast<uint8_t>(man));
 }
 
 }  // namespace dss

@@ -4,6 +4,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
+#include <utility>
+#include <vector>
 
 namespace dss {
 namespace {
@@ -53,6 +56,55 @@ TEST(Fp8E4M3, RoundsToNearestEvenAndSaturates) {
     }
     ASSERT_EQ(std::fabs(q - std::clamp(x, -448.0f, 448.0f)), best) << x;
   }
+}
+
+// The definition (nearest finite e4m3 value, ties to the even code, |x| >= 448 saturates, NaN ->
+// 0x7F) at every boundary of the grid: each grid value, the f32 values next to it, and around
+// each midpoint between neighbours (the midpoint itself and one f32 ulp either side), both signs;
+// plus infinities, f32 subnormals and the largest finite f32.
+TEST(Fp8E4M3, EncodesEveryGridBoundaryAsDefined) {
+  std::vector<std::pair<float, uint8_t>> grid;  // non-negative finite values, ascending
+  for (int v = 0; v < 0x7F; ++v) grid.emplace_back(fp8e4m3_to_f32(static_cast<uint8_t>(v)), v);
+  auto nearest = [&](float x) -> uint8_t {  // |x| <= 448, by search over the grid
+    const float a = std::fabs(x);
+    uint8_t best = 0;
+    float best_d = std::numeric_limits<float>::infinity();
+    for (const auto& [g, code] : grid) {
+      const float d = std::fabs(g - a);
+      if (d < best_d || (d == best_d && (code & 1) == 0)) {
+        best_d = d;
+        best = code;
+      }
+    }
+    return static_cast<uint8_t>((std::signbit(x) ? 0x80 : 0) | best);
+  };
+  std::vector<float> xs = {0.0f, std::numeric_limits<float>::denorm_min(),
+                           std::numeric_limits<float>::min(), 447.99997f, 448.0f};
+  for (size_t i = 0; i < grid.size(); ++i) {
+    const float g = grid[i].first;
+    xs.push_back(g);
+    xs.push_back(std::nextafter(g, 0.0f));
+    xs.push_back(std::nextafter(g, 1000.0f));
+    if (i + 1 < grid.size()) {
+      const float mid = 0.5f * (g + grid[i + 1].first);  // exact: neighbours share a binade step
+      xs.push_back(mid);
+      xs.push_back(std::nextafter(mid, 0.0f));
+      xs.push_back(std::nextafter(mid, 1000.0f));
+    }
+  }
+  for (const float x : xs) {
+    for (const float v : {x, -x}) {
+      if (std::fabs(v) > 448.0f) continue;
+      EXPECT_EQ(f32_to_fp8e4m3(v), nearest(v)) << v;
+    }
+  }
+  EXPECT_EQ(f32_to_fp8e4m3(std::numeric_limits<float>::infinity()), 0x7E);
+  EXPECT_EQ(f32_to_fp8e4m3(-std::numeric_limits<float>::infinity()), 0xFE);
+  EXPECT_EQ(f32_to_fp8e4m3(std::numeric_limits<float>::max()), 0x7E);
+  EXPECT_EQ(f32_to_fp8e4m3(448.00003f), 0x7E);
+  EXPECT_EQ(f32_to_fp8e4m3(std::nanf("")), 0x7F);
+  EXPECT_EQ(f32_to_fp8e4m3(-std::nanf("")), 0x7F);
+  EXPECT_EQ(f32_to_fp8e4m3(-0.0f), 0x80);
 }
 
 TEST(Bf16, RoundsToNearestEven) {

@@ -123,10 +123,8 @@ void Model::indexer_select(int32_t i_layer, const ForwardBatch& b, int32_t i_seq
       fits = fits && counts[p] < cap;
       m += counts[p];
     }
-    int32_t* sel = ws.sel.data() + static_cast<size_t>(t) * K;
-    ws.n_sel[static_cast<size_t>(t)] = K;
     if (!fits || m < K) {  // tau misjudged: the exact selection over every score
-      cpu::top_k_indices(score, n, K, sel, ws.idx_order.data());
+      select_top(t, pos, score, ws.idx_order.data());
       return;
     }
     // The candidates as one list in position order: keys in row 0, indices in idx_cand.
@@ -139,7 +137,9 @@ void Model::indexer_select(int32_t i_layer, const ForwardBatch& b, int32_t i_seq
       if (p > 0) std::copy(keys, keys + counts[p], rows + at);
       at += counts[p];
     }
-    cpu::top_k_from_candidates(rows, idx, m, K, sel, rows + S);
+    cpu::top_k_from_candidates(rows, idx, m, K, ws.sel.data() + static_cast<size_t>(t) * K,
+                               rows + S);
+    ws.n_sel[static_cast<size_t>(t)] = K;
   };
   if (t_end - t_begin >= pool_->n_threads()) {  // prefill: one thread per token
     pool_->parallel_for(t_end - t_begin, 1, [&](int64_t i0, int64_t i1, int32_t i_thread) {

@@ -76,7 +76,7 @@ void TestMlaLoadRowsExact() {
     for (int32_t R : {64, 200, 512}) {
       test::PagedRows pr(dt, R, 16, 7, 40, rng);
       std::vector<float> lat(40 * static_cast<size_t>(R)), pe(40 * 16);
-      MlaLoadRows(pr.view, nullptr, 0, 40, lat.data(), pe.data());
+      MlaLoadRows(pr.view, nullptr, 0, 40, lat.data(), pe.data(), 0);
       std::vector<float> rl(static_cast<size_t>(R)), rp(16);
       for (int32_t p = 0; p < 40; ++p) {
         ref::mla_load_row(pr.view, p, rl.data(), rp.data());
@@ -84,6 +84,19 @@ void TestMlaLoadRowsExact() {
           ASSERT_EQ(lat[static_cast<size_t>(p * R + i)], rl[static_cast<size_t>(i)]) << p;
         for (int32_t i = 0; i < 16; ++i)
           ASSERT_EQ(pe[static_cast<size_t>(p * 16 + i)], rp[static_cast<size_t>(i)]) << p;
+      }
+      // Scattered positions, rows [3, 20) of the list, prefetching ahead up to its end (the
+      // prefetches are hints: the decoded rows are the same).
+      std::vector<int32_t> pos;
+      for (int32_t p = 39; p >= 0; p -= 2) pos.push_back(p);
+      const auto n_pos = static_cast<int64_t>(pos.size());
+      MlaLoadRows(pr.view, pos.data(), 3, 17, lat.data(), pe.data(), n_pos);
+      for (int64_t j = 0; j < 17; ++j) {
+        ref::mla_load_row(pr.view, pos[static_cast<size_t>(3 + j)], rl.data(), rp.data());
+        for (int32_t i = 0; i < R; ++i)
+          ASSERT_EQ(lat[static_cast<size_t>(j * R + i)], rl[static_cast<size_t>(i)]) << j;
+        for (int32_t i = 0; i < 16; ++i)
+          ASSERT_EQ(pe[static_cast<size_t>(j * 16 + i)], rp[static_cast<size_t>(i)]) << j;
       }
     }
   }

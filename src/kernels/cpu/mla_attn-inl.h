@@ -12,6 +12,7 @@
 #include <cstring>
 #include <limits>
 
+#include "hwy/cache_control.h"
 #include "hwy/contrib/math/math-inl.h"
 #include "hwy/highway.h"
 #include "kernels/cpu/hwy_util-inl.h"
@@ -86,11 +87,28 @@ HWY_INLINE void DecodeRow(DF df, const MlaCacheView& kv, int32_t p, float* HWY_R
   }
 }
 
+// Rows a sparse decode prefetches ahead of the one it decodes. A decoded row is ~100 instructions
+// of dependent loads and stores, so the out-of-order window holds about one scattered row's DRAM
+// miss at a time; prefetching a few rows ahead keeps several in flight.
+inline constexpr int64_t kRowPrefetchAhead = 4;
+
+// Prefetches (a hint, nothing is read) every cache line of the row of position p.
+HWY_INLINE void PrefetchRow(const MlaCacheView& kv, int32_t p) {
+  const uint8_t* r = kv.rows + kv.slot(p) * kv.row_bytes;
+  for (int64_t b = 0; b < kv.row_bytes; b += 64) hwy::Prefetch(r + b);
+  hwy::Prefetch(r + kv.row_bytes - 1);  // the last line when the row starts mid-line
+}
+
+// Decodes positions pos[i] (pos == nullptr: i) for i in [i_begin, i_begin + n); with scattered
+// positions, also prefetches the row kRowPrefetchAhead further on while that is below
+// i_prefetch_end (pos[i_prefetch_end - 1] must exist).
 inline void MlaLoadRows(const MlaCacheView& kv, const int32_t* pos, int64_t i_begin, int64_t n,
-                        float* latent, float* rope) {
+                        float* latent, float* rope, int64_t i_prefetch_end) {
   const hn::ScalableTag<float> df;
   for (int64_t j = 0; j < n; ++j) {
     const int64_t i = i_begin + j;
+    if (pos != nullptr && i + kRowPrefetchAhead < i_prefetch_end)
+      PrefetchRow(kv, pos[i + kRowPrefetchAhead]);
     DecodeRow(df, kv, pos ? pos[i] : static_cast<int32_t>(i), latent + j * kv.d_latent,
               rope + j * kv.d_rope);
   }
@@ -204,9 +222,13 @@ inline void MlaAttnPartial(const MlaCacheView& kv, const int32_t* pos, int64_t i
   std::fill(mh, mh + Hp, kNegInf);
   std::fill(lh, lh + Hp, 0.0f);
   std::fill(o, o + H * R, 0.0f);
+  if (pos != nullptr) {  // scattered rows: the first ones' misses in flight together
+    for (int64_t i = i_begin; i < std::min(i_end, i_begin + kRowPrefetchAhead); ++i)
+      PrefetchRow(kv, pos[i]);
+  }
   for (int64_t i0 = i_begin; i0 < i_end; i0 += T) {
     const int64_t nt = std::min(T, i_end - i0);
-    MlaLoadRows(kv, pos, i0, nt, lat, pe);
+    MlaLoadRows(kv, pos, i0, nt, lat, pe, i_end);
     const int64_t nb = (nt + kRows - 1) / kRows * kRows;  // rows [nt, nb): zeros, scores unused
     std::fill(lat + nt * R, lat + nb * R, 0.0f);
     std::fill(pe + nt * dr, pe + nb * dr, 0.0f);

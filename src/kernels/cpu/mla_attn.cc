@@ -33,7 +33,7 @@ void mla_attn_merge(int32_t n_parts, const float* m, const float* l, const float
 
 void mla_load_rows(const MlaCacheView& kv, const int32_t* pos, int64_t i_begin, int64_t n,
                    float* latent, float* rope) {
-  HWY_DYNAMIC_DISPATCH(MlaLoadRows)(kv, pos, i_begin, n, latent, rope);
+  HWY_DYNAMIC_DISPATCH(MlaLoadRows)(kv, pos, i_begin, n, latent, rope, 0);
 }
 
 }  // namespace dss::cpu

@@ -143,6 +143,46 @@ void TestIndexScoresDecodeEveryCodeExactly() {
   }
 }
 
+// TopKGather against its definition: every n (vector body and scalar tail), thresholds keeping
+// none, some and all (ties at tau, +-0, negatives), caps below, at and above the count; the
+// count is exact, keys / idx [0, count) are the selected ones in order when count < cap, and
+// nothing at or past [cap) is written.
+void TestTopKGatherMatchesDefinition() {
+  Rng rng(31);
+  const float levels[] = {-1.5f, -0.0f, 0.0f, 0.5f, 2.0f};
+  for (int64_t n : {0, 1, 7, 8, 9, 31, 64, 333}) {
+    std::vector<float> s(static_cast<size_t>(n));
+    for (auto& v : s) v = rng.next_u64() % 2 == 0 ? levels[rng.next_u64() % 5] : rng.normal();
+    for (float at : {-10.0f, 2.0f, 0.0f, -0.0f, 0.5f, 10.0f}) {
+      const uint32_t tau = top_k_key(at);  // keys <= tau: scores >= at
+      std::vector<uint32_t> want_k;
+      std::vector<int32_t> want_i;
+      for (int64_t i = 0; i < n; ++i) {
+        if (top_k_key(s[static_cast<size_t>(i)]) <= tau) {
+          want_k.push_back(top_k_key(s[static_cast<size_t>(i)]));
+          want_i.push_back(static_cast<int32_t>(1000 + i));
+        }
+      }
+      const auto count = static_cast<int64_t>(want_k.size());
+      for (int64_t cap : {int64_t{1}, count / 2 + 1, count, count + 1, n + 8}) {
+        if (cap < 1) continue;
+        std::vector<uint32_t> keys(static_cast<size_t>(cap) + 1, 77u);
+        std::vector<int32_t> idx(static_cast<size_t>(cap) + 1, -9);
+        const int64_t m = TopKGather(s.data(), n, 1000, tau, keys.data(), idx.data(), cap);
+        EXPECT_EQ(m, count) << "n " << n << " at " << at << " cap " << cap;
+        if (m < cap) {
+          for (int64_t j = 0; j < m; ++j) {
+            EXPECT_EQ(keys[static_cast<size_t>(j)], want_k[static_cast<size_t>(j)]) << j;
+            EXPECT_EQ(idx[static_cast<size_t>(j)], want_i[static_cast<size_t>(j)]) << j;
+          }
+        }
+        EXPECT_EQ(keys[static_cast<size_t>(cap)], 77u) << "wrote past keys[cap)";
+        EXPECT_EQ(idx[static_cast<size_t>(cap)], -9) << "wrote past idx[cap)";
+      }
+    }
+  }
+}
+
 }  // namespace dss::cpu::HWY_NAMESPACE
 HWY_AFTER_NAMESPACE();
 
@@ -156,6 +196,7 @@ HWY_BEFORE_TEST(IndexScoresTest);
 HWY_EXPORT_AND_TEST_P(IndexScoresTest, TestIndexScoresMatchRef);
 HWY_EXPORT_AND_TEST_P(IndexScoresTest, TestIndexScoresDecodeEveryCodeExactly);
 HWY_EXPORT_AND_TEST_P(IndexScoresTest, TestIndexScoresIndependentOfBlocking);
+HWY_EXPORT_AND_TEST_P(IndexScoresTest, TestTopKGatherMatchesDefinition);
 
 // Many ties (a handful of distinct values, +0 and -0 mixed, negatives) and distinct values;
 // every k from the edges and the middle; the selected set and order must equal the reference.

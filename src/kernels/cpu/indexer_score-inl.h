@@ -28,6 +28,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 
 #include "hwy/cache_control.h"
 #include "hwy/highway.h"
@@ -125,6 +126,50 @@ inline void IndexScores(const uint8_t* HWY_RESTRICT keys_t, int64_t ld,
     }
     ScoreKeyVector(df, tail, N, key_scales + i, rem, qs, coef, HI, D, scores + i);
   }
+}
+
+// top_k_gather (indexer_score.h): the keys <= tau of scores[0, n) and their indices base + i.
+// Keys and the selection mask a vector at a time, then every lane stored at the cursor, which
+// advances by the lane's mask bit (no branch on the data; Highway 1.0's AVX2 Compress copies a
+// 1 KiB table to the stack per call, ~5x slower than this); while a whole vector still fits
+// below cap, then one key at a time with the store clamped to cap - 1 and the count always
+// advanced, so the count returned is exact and nothing at or past keys / idx [cap) is written.
+// Precondition: base + n <= INT32_MAX.
+inline int64_t TopKGather(const float* HWY_RESTRICT scores, int64_t n, int64_t base, uint32_t tau,
+                          uint32_t* HWY_RESTRICT keys, int32_t* HWY_RESTRICT idx, int64_t cap) {
+  const hn::ScalableTag<float> df;
+  const hn::RebindToUnsigned<decltype(df)> du;
+  const hn::RebindToSigned<decltype(df)> di;
+  const auto N = static_cast<int64_t>(hn::Lanes(df));
+  const auto vtau = hn::Set(du, tau);
+  const auto sign = hn::Set(du, 0x80000000u);
+  const auto zero = hn::Zero(df);
+  HWY_ALIGN uint32_t lane_key[HWY_MAX_BYTES / sizeof(uint32_t)];
+  int64_t m = 0, i = 0;
+  for (; i + N <= n && m + N <= cap; i += N) {
+    // top_k_key: the f32 bits (-0 made +0) with negatives inverted, then all bits inverted.
+    const auto b = hn::BitCast(du, hn::Add(hn::LoadU(df, scores + i), zero));
+    const auto flip = hn::Or(hn::BitCast(du, hn::ShiftRight<31>(hn::BitCast(di, b))), sign);
+    const auto key = hn::Not(hn::Xor(b, flip));
+    hn::Store(key, du, lane_key);
+    uint8_t mask_bytes[8] = {};  // one bit per lane, lane 0 lowest (N <= 64)
+    hn::StoreMaskBits(du, hn::Not(hn::Gt(key, vtau)), mask_bytes);
+    uint64_t bits;
+    std::memcpy(&bits, mask_bytes, sizeof(bits));
+    for (int64_t l = 0; l < N; ++l) {
+      keys[m] = lane_key[l];
+      idx[m] = static_cast<int32_t>(base + i + l);
+      m += static_cast<int64_t>((bits >> l) & 1u);
+    }
+  }
+  for (; i < n; ++i) {
+    const uint32_t key = top_k_key(scores[i]);
+    const int64_t at = std::min(m, cap - 1);
+    keys[at] = key;
+    idx[at] = static_cast<int32_t>(base + i);
+    m += key <= tau ? 1 : 0;
+  }
+  return m;
 }
 
 }  // namespace dss::cpu::HWY_NAMESPACE

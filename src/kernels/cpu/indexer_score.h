@@ -18,16 +18,18 @@
 //
 // top_k_indices: the k (0 <= k <= n) indices with the highest scores, ties -> the lower index
 //   first (the order `score[x] > score[y] || (score[x] == score[y] && x < y)`, -0 == +0), written
-//   to out[0, k) in increasing index order. scratch: [n] int32, clobbered. O(n) expected
-//   (selection on order-preserving integer keys, no sort). Scores must not be NaN.
+//   to out[0, k) in increasing index order. scratch: [n] int32, clobbered. O(n) (selection on
+//   order-preserving integer keys: a histogram pass finds the k-th key's bucket, an exact
+//   selection inside it; no sort, no branch on the data in the passes over all keys). Scores must
+//   not be NaN.
 //
 // The pieces of top_k_indices' sampled path, for callers that split it over threads (the decode
 // indexer: scores from all threads, candidates gathered per share, one exact selection):
 //   top_k_key(score): the order-preserving key, reversed: key(a) < key(b) <=> a > b, with
 //     key(-0) == key(+0). The selection's order is (key asc, index asc).
 //   top_k_sample_threshold(sample_keys, n_sample, n, k): a key tau a little past the k / n
-//     quantile of the sample (reordered), so that about 1.25 k + 16 n / n_sample of n keys are
-//     <= tau: usually >= k of them, and every one of the top k when there are.
+//     quantile of the sample (sample_keys is clobbered), so that about 1.25 k + 16 n / n_sample
+//     of n keys are <= tau: usually >= k of them, and every one of the top k when there are.
 //   top_k_gather(scores, n, base, tau, keys, idx, cap): the keys <= tau of scores[0, n) and
 //     their indices base + i, in index order, into keys / idx [cap]; returns how many there are.
 //     Only when that count is < cap are keys / idx [0, count) all of them (cap >= 1).

@@ -40,7 +40,6 @@ ActiveBytes active_bytes_per_token(const ModelWeights& w, int32_t n_experts_per_
     attn += matrix_bytes(a.q_a) + vector_bytes(a.q_a_norm) + matrix_bytes(a.q_b) +
             matrix_bytes(a.kv_a) + vector_bytes(a.kv_a_norm) + matrix_bytes(a.kv_b) +
             matrix_bytes(a.o);
-    r.kv_b_f32_bytes += static_cast<int64_t>(a.kv_b_f32.size() * sizeof(float));
     if (a.has_indexer) {
       const IndexerWeights& x = a.indexer;
       indexer += matrix_bytes(x.wq_b) + matrix_bytes(x.wk) + matrix_bytes(x.weights_proj) +

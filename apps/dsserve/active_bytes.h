@@ -4,9 +4,9 @@
 //   embedding row (one row, + its scale row for FP8), attention (q_a, q_a_norm, q_b, kv_a,
 //   kv_a_norm, kv_b, o, norms; the V3.2 indexer), dense FFNs, per MoE layer the router (+ its
 //   f32 bias), the shared experts and num_experts_per_tok routed experts, final norm, lm_head.
-// NOTE: the absorbed decode path reads an f32 copy of kv_b (MlaWeights::kv_b_f32), not the
-// stored kv_b; the count uses the stored kv_b (what an engine must read at least) and reports
-// the copy separately as kv_b_f32_bytes.
+// kv_b counts as stored: absorbed decode reads the same values through MlaWeights::w_uk_t (its
+// W_UK halves transposed, same dtype and scales) and kv_b's own W_UV rows. NOTE: with INT8
+// weights w_uk_t holds F32 (per-row scales do not survive a transpose), 4x its stored bytes.
 #pragma once
 
 #include <cstdint>
@@ -22,7 +22,6 @@ struct ActiveBytes {
   // shared_experts, routed_experts, norms, lm_head. Parts with 0 bytes are kept.
   std::vector<std::pair<std::string, int64_t>> parts;
   int64_t total = 0;
-  int64_t kv_b_f32_bytes = 0;  // the absorbed path's f32 kv_b copies, all layers (not in total)
 };
 
 // Bytes of a matrix in its stored dtype plus its scales (F8: block grid, I8: per row), as f32.

@@ -262,7 +262,6 @@ int run_bench_model(const BenchModelArgs& a) {
   j["read_gbps"] = bw;
   j["active_weight_bytes_per_token"] = bytes.total;
   for (const auto& [part, b] : bytes.parts) j["active_weight_bytes"][part] = b;
-  j["kv_b_f32_bytes"] = bytes.kv_b_f32_bytes;
   j["roofline_bs1_tok_s"] = roofline;
   if (bs1_tok_s > 0) j["decode_bs1_roofline_pct"] = 100.0 * bs1_tok_s / roofline;
   for (const auto& [cl, r] : ctx) {
@@ -292,8 +291,6 @@ int run_bench_model(const BenchModelArgs& a) {
   for (const auto& [part, b] : bytes.parts)
     std::printf("  %-16s %14s MB\n", part.c_str(), mb(b).c_str());
   std::printf("  %-16s %14s MB\n", "total", mb(bytes.total).c_str());
-  std::printf("  (absorbed decode reads kv_b as an f32 copy: %s MB over all layers, not counted)\n",
-              mb(bytes.kv_b_f32_bytes).c_str());
   std::printf("roofline at batch 1: %.1f GB/s / %s MB = %.1f tok/s", bw, mb(bytes.total).c_str(),
               roofline);
   if (bs1_tok_s > 0) std::printf("; decode bs1 reaches %.1f%% of it", 100.0 * bs1_tok_s / roofline);

@@ -265,15 +265,12 @@ void Model::mla_absorbed(int32_t i_layer, const ForwardBatch& b, int32_t i_seq, 
   const auto n_scratch = static_cast<size_t>(cpu::mla_attn_scratch_floats(H, R, dr));
   for (int32_t t = t_begin; t < t_end; ++t) {
     const int32_t pos = p0 + (t - t_begin);
-    // q_lat_h = W_UK_h^T q_nope_h  (R), q_pe_h copied contiguous.
+    // q_lat_h = W_UK_h^T q_nope_h (R): rows [h R, (h + 1) R) of w_uk_t times q_nope_h, written
+    // at q_lat + h R (matmul_rows' y[r]); q_pe_h copied contiguous.
     pool_->parallel_for(H, 1, [&](int64_t h0, int64_t h1, int32_t) {
       for (auto h = static_cast<int32_t>(h0); h < h1; ++h) {
         const float* q = ws.q.data() + (static_cast<size_t>(t) * H + h) * d_qk;
-        const float* w_head = w.kv_b_f32.data() + static_cast<size_t>(h) * d_kv * R;  // [d_kv, R]
-        float* q_lat = ws.q_lat.data() + static_cast<size_t>(h) * R;
-        std::fill(q_lat, q_lat + R, 0.0f);
-        for (int32_t j = 0; j < c.d_nope; ++j)
-          cpu::axpy(q[j], w_head + static_cast<size_t>(j) * R, q_lat, R);
+        cpu::matmul_rows(w.w_uk_t, q, 1, ws.q_lat.data(), int64_t{h} * R, int64_t{h + 1} * R);
         std::copy(q + c.d_nope, q + d_qk, ws.q_pe.data() + static_cast<size_t>(h) * dr);
       }
     });
@@ -295,14 +292,14 @@ void Model::mla_absorbed(int32_t i_layer, const ForwardBatch& b, int32_t i_seq, 
     });
     cpu::mla_attn_merge(n_parts, ws.part_m.data(), ws.part_l.data(), ws.part_o.data(), H, R,
                         ws.o_lat.data());
-    // o_h = W_UV_h o_lat_h  (d_v)
+    // o_h = W_UV_h o_lat_h (d_v): kv_b's rows [h d_kv + d_nope, (h + 1) d_kv) times o_lat_h.
     pool_->parallel_for(H, 1, [&](int64_t h0, int64_t h1, int32_t) {
       for (auto h = static_cast<int32_t>(h0); h < h1; ++h) {
-        const float* w_head = w.kv_b_f32.data() + static_cast<size_t>(h) * d_kv * R;
-        const float* o_lat = ws.o_lat.data() + static_cast<size_t>(h) * R;
-        float* o = ws.attn.data() + (static_cast<size_t>(t) * H + h) * c.d_v;
-        for (int32_t j = 0; j < c.d_v; ++j)
-          o[j] = cpu::dot(w_head + static_cast<size_t>(c.d_nope + j) * R, o_lat, R);
+        const int64_t r0 = int64_t{h} * d_kv + c.d_nope, r1 = int64_t{h + 1} * d_kv;
+        cpu::matmul_rows(w.kv_b, ws.o_lat.data() + static_cast<size_t>(h) * R, 1, ws.uv.data(), r0,
+                         r1);
+        std::copy(ws.uv.data() + r0, ws.uv.data() + r1,
+                  ws.attn.data() + (static_cast<size_t>(t) * H + h) * c.d_v);
       }
     });
   }

@@ -1,6 +1,7 @@
 #include "model/deepseek/weights.h"
 
 #include <cmath>
+#include <cstring>
 #include <map>
 
 #include "tensor/tiled_layout.h"
@@ -137,13 +138,45 @@ class Loader {
   std::map<std::string, size_t> bytes_;
 };
 
-void dequantise_kv_b(MlaWeights& w) {
-  const Matrix& m = w.kv_b;
-  w.kv_b_f32.resize(static_cast<size_t>(m.n_rows * m.n_cols));
-  for (int64_t r = 0; r < m.n_rows; ++r) {
-    for (int64_t c = 0; c < m.n_cols; ++c)
-      w.kv_b_f32[static_cast<size_t>(r * m.n_cols + c)] = m.at(r, c);
+// MlaWeights::w_uk_t from kv_b [H (d_nope + d_v), R] (row-major or tiled).
+OwnedMatrix transpose_uk(const Matrix& kv_b, int64_t H, int64_t d_nope, int64_t d_v) {
+  const int64_t R = kv_b.n_cols, d_kv = d_nope + d_v, B = kFp8BlockSize;
+  // FP8 stays FP8 when the transposed matrix has a block grid: head h's W_UK rows in one row
+  // block of kv_b (their scales per column block c / B become the scales of the new row blocks
+  // (h R + c) / B, R a multiple of B) and d_nope <= B (one column block).
+  bool fp8 = kv_b.dtype == DType::kF8E4M3 && d_nope <= B && R % B == 0;
+  for (int64_t h = 0; fp8 && h < H; ++h) fp8 = (h * d_kv) / B == (h * d_kv + d_nope - 1) / B;
+  const bool same =
+      fp8 || kv_b.dtype == DType::kBF16 || kv_b.dtype == DType::kF16 || kv_b.dtype == DType::kF32;
+  OwnedMatrix t;
+  t.dtype = same ? kv_b.dtype : DType::kF32;
+  t.n_rows = H * R;
+  t.n_cols = d_nope;
+  const size_t es = dtype_size(t.dtype);
+  t.data.resize(static_cast<size_t>(t.n_rows * t.n_cols) * es);
+  const auto* src = static_cast<const uint8_t*>(kv_b.data);
+  for (int64_t h = 0; h < H; ++h) {
+    for (int64_t c = 0; c < R; ++c) {
+      for (int64_t j = 0; j < d_nope; ++j) {
+        uint8_t* dst = t.data.data() + static_cast<size_t>((h * R + c) * d_nope + j) * es;
+        if (same) {
+          std::memcpy(dst, src + static_cast<size_t>(kv_b.element_index(h * d_kv + j, c)) * es, es);
+        } else {
+          const float v = kv_b.at(h * d_kv + j, c);
+          std::memcpy(dst, &v, sizeof(v));
+        }
+      }
+    }
   }
+  if (fp8) {
+    t.scales.resize(static_cast<size_t>(t.n_rows / B));  // [H R / B, 1]
+    for (int64_t h = 0; h < H; ++h) {
+      for (int64_t cb = 0; cb < R / B; ++cb)
+        t.scales[static_cast<size_t>(h * (R / B) + cb)] =
+            kv_b.scales[(h * d_kv) / B * kv_b.n_scale_cols() + cb];
+    }
+  }
+  return t;
 }
 
 }  // namespace
@@ -179,7 +212,12 @@ Result<ModelWeights> load_weights(const Checkpoint& ck, const ModelConfig& c,
     DSS_ASSIGN_OR_RETURN(
         a.kv_b, ld.matrix(sa + ".kv_b_proj.weight", H * (c.d_nope + c.d_v), c.kv_lora_rank));
     DSS_ASSIGN_OR_RETURN(a.o, ld.matrix(sa + ".o_proj.weight", c.d_model, H * c.d_v));
-    dequantise_kv_b(a);
+    w.owned.push_back(transpose_uk(a.kv_b, H, c.d_nope, c.d_v));
+    a.w_uk_t = w.owned.back().view();
+    if (tile && can_tile(a.w_uk_t)) {
+      w.owned.push_back(tile_matrix(a.w_uk_t));
+      a.w_uk_t = w.owned.back().view();
+    }
     if (c.arch == ModelArch::kDeepseekV32) {
       const std::string ix = sa + ".indexer";
       IndexerWeights& iw = a.indexer;

@@ -38,8 +38,13 @@ struct MlaWeights {
   Vector kv_a_norm;  // [kv_lora_rank]
   Matrix kv_b;       // [n_heads * (d_nope + d_v), kv_lora_rank]; per head W_UK rows then W_UV
   Matrix o;          // [d_model, n_heads * d_v]
-  // kv_b dequantised once to f32 for the absorbed path: [n_heads, d_nope + d_v, kv_lora_rank].
-  std::vector<float> kv_b_f32;
+  // The absorbed decode query q_lat_h = W_UK_h^T q_nope_h reads W_UK of every head transposed:
+  // [n_heads * kv_lora_rank, d_nope], rows [h R, (h + 1) R) are head h's (R = kv_lora_rank).
+  // Built at load from kv_b with the same values (FP8 codes and block scales moved when each
+  // head's W_UK rows lie in one 128-row scale block, the checkpoints' layout; BF16/F16/F32
+  // elements moved; otherwise dequantised to F32), tiled when the other weights are; storage in
+  // ModelWeights::owned. The absorbed output o_h = W_UV_h o_lat_h reads kv_b's rows directly.
+  Matrix w_uk_t;
   bool has_indexer = false;  // V3.2
   IndexerWeights indexer;
 };

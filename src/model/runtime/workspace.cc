@@ -28,6 +28,7 @@ Workspace::Workspace(const ModelConfig& c, const WorkspaceLimits& lim) : limits(
   q_lat.resize(H * R);
   q_pe.resize(H * dr);
   o_lat.resize(H * R);
+  uv.resize(H * static_cast<size_t>(c.d_nope + c.d_v));
   const auto n_parts = static_cast<size_t>(kMlaDecodeMaxParts);
   part_m.resize(n_parts * H);
   part_l.resize(n_parts * H);

@@ -52,6 +52,7 @@ struct Workspace {
   // Absorbed (decode) form, one query token at a time, split-K over at most kMlaDecodeMaxParts:
   std::vector<float> q_lat, q_pe;     // [n_heads, kv_lora_rank], [n_heads, d_rope]
   std::vector<float> o_lat;           // [n_heads, kv_lora_rank] merged latent output
+  std::vector<float> uv;              // [n_heads * (d_nope + d_v)] W_UV o_lat at kv_b's rows
   std::vector<float> part_m, part_l;  // [kMlaDecodeMaxParts, n_heads] partial max / sum
   std::vector<float> part_o;          // [kMlaDecodeMaxParts, n_heads, kv_lora_rank]
   std::vector<float> attn_scratch;    // [n_threads, cpu::mla_attn_scratch_floats]

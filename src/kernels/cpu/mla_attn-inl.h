@@ -68,7 +68,7 @@ HWY_INLINE void DecodeE4m3(DF df, const uint8_t* HWY_RESTRICT p, int64_t n, floa
 template <class DF>
 HWY_INLINE void DecodeRow(DF df, const MlaCacheView& kv, int32_t p, float* HWY_RESTRICT lat,
                           float* HWY_RESTRICT pe) {
-  const uint8_t* r = kv.rows + kv.slot(p) * kv.row_bytes;
+  const uint8_t* r = kv.row(p);
   const int64_t R = kv.d_latent, dr = kv.d_rope;
   if (kv.dtype == DType::kF32) {
     std::memcpy(lat, r, 4 * static_cast<size_t>(R));
@@ -94,7 +94,7 @@ inline constexpr int64_t kRowPrefetchAhead = 4;
 
 // Prefetches (a hint, nothing is read) every cache line of the row of position p.
 HWY_INLINE void PrefetchRow(const MlaCacheView& kv, int32_t p) {
-  const uint8_t* r = kv.rows + kv.slot(p) * kv.row_bytes;
+  const uint8_t* r = kv.row(p);
   for (int64_t b = 0; b < kv.row_bytes; b += 64) hwy::Prefetch(r + b);
   hwy::Prefetch(r + kv.row_bytes - 1);  // the last line when the row starts mid-line
 }

@@ -28,6 +28,7 @@ struct MlaCacheView {
   int64_t slot(int32_t pos) const {
     return static_cast<int64_t>(page_table[pos / page_size]) * page_size + pos % page_size;
   }
+  const uint8_t* row(int32_t pos) const { return rows + slot(pos) * row_bytes; }
 };
 
 // Positions per tile inside mla_attn_partial (rows decoded to f32 together).

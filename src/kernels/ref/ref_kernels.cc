@@ -79,7 +79,7 @@ void act_quant_fp8(const float* x, int64_t n_tok, int64_t n_cols, bool ue8m0, fl
 }
 
 void mla_load_row(const cpu::MlaCacheView& kv, int32_t pos, float* lat, float* pe) {
-  const uint8_t* r = kv.rows + kv.slot(pos) * kv.row_bytes;
+  const uint8_t* r = kv.row(pos);
   const int32_t R = kv.d_latent, dr = kv.d_rope;
   auto bf16_at = [](const uint8_t* p, int32_t i) {
     uint16_t v;

@@ -365,14 +365,15 @@ void MatmulRowsT(const View& m, const float* HWY_RESTRICT x, int64_t n_tok, floa
 // one 128-row scale block, so xs is per (tile, token)), x[t, c] otherwise (I8's row scale
 // multiplies the finished sum, in MatmulRows). The block scale thus rounds into x once per
 // (token, column) instead of into every weight.
-//   GEMV (< kGemmMinTokens tokens): the tile's weights decoded in registers, column by column,
-//     for groups of up to kTiledGroup tokens (kTiledGroup * kTileRows / Lanes <= 12
-//     accumulators), per column block so later groups re-read the block from L1; the tile
-//     stream is prefetched kPrefetchBytes ahead.
+//   GEMV (< kTiledGemmMinTokens<T> tokens): the tile's weights decoded in registers, column by
+//     column, for groups of up to kTiledGroup tokens (kTiledGroup * kTileRows / Lanes <= 12
+//     accumulators; NextGroup), per column block so later groups re-read the block from L1; the
+//     tile stream is prefetched kPrefetchBytes ahead (by group p's pass: p blocks further).
 //   GEMM: per block of kTiledTokBlock tokens and kTiledCols columns, the tile's weights decoded
-//     once to f32 [128][32] (16 KiB, L1) and xs scaled once to [tokens][128] (24 KiB, read a
-//     group at a time), then outer-product micro-kernels (per column: Lanes-row weight vectors x
-//     broadcast xs of the group's tokens; 4 loads + 3 broadcasts per 12 FMAs on AVX2).
+//     once to f32 [128][32] (16 KiB, L1; the next block prefetched meanwhile) and xs scaled once
+//     to [tokens][128] (24 KiB, read a group at a time), then outer-product micro-kernels (per
+//     column: Lanes-row weight vectors x broadcast xs of the group's tokens; 4 loads + 3 broadcasts
+//     per 12 FMAs on AVX2).
 inline constexpr int64_t kTiledCols = 128;       // column block = the FP8 scale block
 inline constexpr int64_t kTiledTokBlock = 48;    // tokens per GEMM block (a multiple of 1..6)
 inline constexpr int64_t kPrefetchBytes = 2048;  // ~ DRAM latency x per-core read bandwidth
@@ -422,6 +423,27 @@ struct TiledView {
 inline constexpr int64_t kTiledLanes = static_cast<int64_t>(hn::MaxLanes(hn::ScalableTag<float>()));
 inline constexpr int kTiledVecs = static_cast<int>(kTileRows / kTiledLanes);
 inline constexpr int kTiledGroup = kTiledVecs >= 12 ? 1 : 12 / kTiledVecs;  // tokens per group
+
+// Tokens in the next group when n remain: kTiledGroup, one fewer where that would leave a lone
+// last token (a group of one has a single FMA chain per weight vector, so it runs at the FMA
+// latency rather than throughput: 16 tokens on AVX2 go 3+3+3+3+2+2, not 3+3+3+3+3+1). The
+// grouping never changes a result: every (row, token) chain is the same in any group.
+inline constexpr int NextGroup(int64_t n) {
+  const int64_t g = n < kTiledGroup ? n : kTiledGroup;
+  return static_cast<int>(g > 2 && n - g == 1 ? g - 1 : g);
+}
+static_assert(kTiledGroup < 3 || NextGroup(kTiledGroup + 1) == kTiledGroup - 1);
+
+// Tiled: token counts from which the GEMM path (weights decoded once per block into an L1 panel)
+// beats decoding them in registers once per token group. FP8's decode costs more than the FMAs of
+// a 1-2 token group, so where a group holds <= 3 tokens (AVX2: 16 registers; a group of 3 spills
+// one accumulator) 3 and 4 FP8 tokens go to the GEMM: measured on Zen 3 (one thread, 256 x 1024
+// FP8 in L2, best of 300) 4 tokens 63-69 us in registers vs 48-51 us through the panel, 3 tokens
+// 39-40 vs 36-38. BF16 / I8 decode in 2 operations per vector and stay in registers to 4 tokens.
+template <typename T>
+inline constexpr int64_t kTiledGemmMinTokens = (std::is_same_v<T, uint8_t> && kTiledGroup < 5)
+                                                   ? 3
+                                                   : kGemmMinTokens;
 static_assert(kTiledVecs % 2 == 0, "tile columns are decoded two vectors at a time");
 
 // The block sums acc[v][j] (token j's rows v * N ..) stored to accb (first block) or added.
@@ -454,7 +476,7 @@ HWY_INLINE void ZeroAcc(DF df, hn::Vec<DF> (&acc)[kTiledVecs][kG]) {
 // tokens' x rows (xr[j][c], scaled by f here), stored to / added into accb.
 template <int kG, typename T>
 HWY_INLINE void TiledGemvBlock(const T* HWY_RESTRICT wt, int64_t c0, int64_t c1,
-                               const float* const* xr, float f, bool first,
+                               const float* const* xr, float f, bool first, int64_t prefetch_bytes,
                                float* HWY_RESTRICT accb) {
   const hn::ScalableTag<float> df;
   using V = hn::Vec<decltype(df)>;
@@ -463,7 +485,7 @@ HWY_INLINE void TiledGemvBlock(const T* HWY_RESTRICT wt, int64_t c0, int64_t c1,
   ZeroAcc<kG>(df, acc);
   for (int64_t c = c0; c < c1; ++c) {
     const T* HWY_RESTRICT wc = wt + c * kTileRows;
-    hwy::Prefetch(reinterpret_cast<const uint8_t*>(wc) + kPrefetchBytes);
+    hwy::Prefetch(reinterpret_cast<const uint8_t*>(wc) + prefetch_bytes);
     V xv[kG];
     for (int j = 0; j < kG; ++j) xv[j] = hn::Set(df, xr[j][c] * f);
     for (int v = 0; v < kTiledVecs; v += 2) {
@@ -510,8 +532,8 @@ struct GemvBlockFn {
   template <int kG>
   struct F {
     static void run(const T* wt, int64_t c0, int64_t c1, const float* const* xr, float f,
-                    bool first, float* accb) {
-      TiledGemvBlock<kG>(wt, c0, c1, xr, f, first, accb);
+                    bool first, int64_t prefetch_bytes, float* accb) {
+      TiledGemvBlock<kG>(wt, c0, c1, xr, f, first, prefetch_bytes, accb);
     }
   };
 };
@@ -530,21 +552,26 @@ HWY_INLINE void StoreTileRows(const float* HWY_RESTRICT accb, int64_t n_tok, int
   }
 }
 
-// GEMV: rows [lo, hi) of tile ti for n_tok (< kGemmMinTokens) tokens.
+// GEMV: rows [lo, hi) of tile ti for n_tok (< kTiledGemmMinTokens<T>) tokens.
 template <typename T>
 HWY_INLINE void TiledGemvTile(const TiledView<T>& m, int64_t ti, const float* HWY_RESTRICT x,
                               int64_t n_tok, float* HWY_RESTRICT y, int64_t lo, int64_t hi) {
-  HWY_ALIGN float accb[kGemmMinTokens * kTileRows];
+  HWY_ALIGN float accb[kTiledGemmMinTokens<T> * kTileRows];
   const T* wt = m.tile(ti);
   for (int64_t c0 = 0; c0 < m.n_cols; c0 += kTiledCols) {
     const int64_t c1 = std::min(m.n_cols, c0 + kTiledCols);
     const float f = m.x_factor(ti, c0);
-    for (int64_t j0 = 0; j0 < n_tok; j0 += kTiledGroup) {
-      const int g = static_cast<int>(std::min<int64_t>(kTiledGroup, n_tok - j0));
-      const float* xr[kGemmMinTokens];
+    // Group p > 0 re-reads the block from L1 and prefetches p blocks further on, so the DRAM
+    // stream keeps flowing through every group's pass, not only the first's.
+    int64_t prefetch_bytes = kPrefetchBytes;
+    for (int64_t j0 = 0, g = 0; j0 < n_tok; j0 += g) {
+      g = NextGroup(n_tok - j0);
+      const float* xr[kTiledGemmMinTokens<T>];
       for (int j = 0; j < g; ++j) xr[j] = x + (j0 + j) * m.n_cols;
-      WithGroup<GemvBlockFn<T>::template F>(g, wt, c0, c1, static_cast<const float* const*>(xr), f,
-                                            c0 == 0, accb + j0 * kTileRows);
+      WithGroup<GemvBlockFn<T>::template F>(static_cast<int>(g), wt, c0, c1,
+                                            static_cast<const float* const*>(xr), f, c0 == 0,
+                                            prefetch_bytes, accb + j0 * kTileRows);
+      prefetch_bytes += kTiledCols * kTileRows * static_cast<int64_t>(sizeof(T));
     }
   }
   StoreTileRows(accb, n_tok, ti, lo, hi, m.n_rows, y);
@@ -564,7 +591,12 @@ HWY_INLINE void TiledGemmTile(const TiledView<T>& m, int64_t ti, const float* HW
     const int64_t nt = std::min(kTiledTokBlock, n_tok - t0);
     for (int64_t c0 = 0; c0 < m.n_cols; c0 += kTiledCols) {
       const int64_t nc = std::min(kTiledCols, m.n_cols - c0);
+      // The next block (the next tile's first at the end) is requested now, so its lines
+      // arrive while this block's micro-kernels run: the decode alone is too short to hide
+      // DRAM latency behind the hardware prefetcher, which restarts at every 4 KiB page.
+      const auto* next = reinterpret_cast<const uint8_t*>(wt + (c0 + kTiledCols) * kTileRows);
       for (int64_t c = 0; c < nc; ++c) {
+        hwy::Prefetch(next + c * kTileRows * static_cast<int64_t>(sizeof(T)));
         for (int v = 0; v < kTiledVecs; ++v)
           hn::Store(TiledWeights(df, wt + (c0 + c) * kTileRows + v * N), df,
                     wd + c * kTileRows + v * N);
@@ -575,9 +607,9 @@ HWY_INLINE void TiledGemmTile(const TiledView<T>& m, int64_t ti, const float* HW
         float* sj = xs + j * kTiledCols;
         for (int64_t c = 0; c < nc; ++c) sj[c] = xj[c] * f;  // vectorised by the compiler
       }
-      for (int64_t j0 = 0; j0 < nt; j0 += kTiledGroup) {
-        const int g = static_cast<int>(std::min<int64_t>(kTiledGroup, nt - j0));
-        WithGroup<GemmMicroFn>(g, static_cast<const float*>(wd), nc,
+      for (int64_t j0 = 0, g = 0; j0 < nt; j0 += g) {
+        g = NextGroup(nt - j0);
+        WithGroup<GemmMicroFn>(static_cast<int>(g), static_cast<const float*>(wd), nc,
                                static_cast<const float*>(xs + j0 * kTiledCols), c0 == 0,
                                accb + j0 * kTileRows);
       }
@@ -594,7 +626,7 @@ void TiledRows(const TiledView<T>& m, const float* HWY_RESTRICT x, int64_t n_tok
   for (int64_t ti = r_begin / kTileRows; ti * kTileRows < r_end; ++ti) {
     const int64_t lo = std::max(r_begin, ti * kTileRows);
     const int64_t hi = std::min(r_end, (ti + 1) * kTileRows);
-    if (n_tok < kGemmMinTokens) {
+    if (n_tok < kTiledGemmMinTokens<T>) {
       TiledGemvTile(m, ti, x, n_tok, y, lo, hi);
     } else {
       TiledGemmTile(m, ti, x, n_tok, y, lo, hi);

@@ -97,6 +97,10 @@ void Model::mla(int32_t i_layer, const ForwardBatch& b, KvCache& kv, Workspace& 
              ws.kv_new.data() + static_cast<size_t>(t) * d_row);
   }
   // Attention reads every row, the step's own included, from the cache (what decode will see).
+  // Naive sequences one at a time; absorbed tokens in chunks across sequences, so a decode step's
+  // W_UK / W_UV products are one matmul per head and chunk (results as for one token: matmul
+  // results do not depend on the batch). V3.2's selections come first (both forms read them).
+  int32_t abs_toks[kMlaAbsorbChunk], abs_seqs[kMlaAbsorbChunk], n_abs = 0;
   for (int32_t s = 0; s < b.n_seqs(); ++s) {
     const auto [t_begin, t_end, L] = seq_range(b, s);
     if (t_end == t_begin) continue;
@@ -105,10 +109,18 @@ void Model::mla(int32_t i_layer, const ForwardBatch& b, KvCache& kv, Workspace& 
     const bool naive = path == AttnPath::kNaive || (path == AttnPath::kAuto && t_end - t_begin > 1);
     if (naive) {
       mla_naive(i_layer, b, s, kv, ws);
-    } else {
-      mla_absorbed(i_layer, b, s, kv, ws);
+      continue;
+    }
+    for (int32_t t = t_begin; t < t_end; ++t) {
+      abs_toks[n_abs] = t;
+      abs_seqs[n_abs] = s;
+      if (++n_abs == kMlaAbsorbChunk) {
+        mla_absorbed(i_layer, b, abs_toks, abs_seqs, n_abs, kv, ws);
+        n_abs = 0;
+      }
     }
   }
+  if (n_abs > 0) mla_absorbed(i_layer, b, abs_toks, abs_seqs, n_abs, kv, ws);
   mm(w.o, ws.attn.data(), T, ws.tmp.data());
 }
 
@@ -252,57 +264,74 @@ void Model::mla_naive(int32_t i_layer, const ForwardBatch& b, int32_t i_seq, con
   }
 }
 
-void Model::mla_absorbed(int32_t i_layer, const ForwardBatch& b, int32_t i_seq, const KvCache& kv,
-                         Workspace& ws) const {
+void Model::mla_absorbed(int32_t i_layer, const ForwardBatch& b, const int32_t* toks,
+                         const int32_t* seqs, int32_t n, const KvCache& kv, Workspace& ws) const {
   const ModelConfig& c = cfg_;
   const MlaWeights& w = w_.layers[static_cast<size_t>(i_layer)].mla;
   const int32_t H = c.n_heads, d_qk = c.d_qk(), R = c.kv_lora_rank, d_kv = c.d_nope + c.d_v;
-  const int32_t dr = c.d_rope;
-  const auto [t_begin, t_end, L] = seq_range(b, i_seq);  // L <= max_kv_len: checked in mla()
-  const cpu::MlaCacheView view = cache_view(kv, i_layer, b, i_seq);
+  const int32_t dr = c.d_rope, dn = c.d_nope;
+  const auto HR = static_cast<size_t>(H) * R, n_uv = static_cast<size_t>(w.kv_b.n_rows);
+  DSS_CHECK(n >= 1 && n <= kMlaAbsorbChunk, "absorbed chunk of ", n, " tokens");
   const float scale = c.softmax_scale();
-  const int32_t p0 = L - (t_end - t_begin);
   const auto n_scratch = static_cast<size_t>(cpu::mla_attn_scratch_floats(H, R, dr));
-  for (int32_t t = t_begin; t < t_end; ++t) {
-    const int32_t pos = p0 + (t - t_begin);
-    // q_lat_h = W_UK_h^T q_nope_h (R): rows [h R, (h + 1) R) of w_uk_t times q_nope_h, written
-    // at q_lat + h R (matmul_rows' y[r]); q_pe_h copied contiguous.
-    pool_->parallel_for(H, 1, [&](int64_t h0, int64_t h1, int32_t) {
-      for (auto h = static_cast<int32_t>(h0); h < h1; ++h) {
-        const float* q = ws.q.data() + (static_cast<size_t>(t) * H + h) * d_qk;
-        cpu::matmul_rows(w.w_uk_t, q, 1, ws.q_lat.data(), int64_t{h} * R, int64_t{h + 1} * R);
-        std::copy(q + c.d_nope, q + d_qk, ws.q_pe.data() + static_cast<size_t>(h) * dr);
+  const size_t x_stride = static_cast<size_t>(kMlaAbsorbChunk) * std::max(dn, R);
+  // q_lat[j]_h = W_UK_h^T q_nope[j]_h (R) for the chunk's n tokens at once: rows [h R, (h + 1) R)
+  // of w_uk_t times head h's q_nope rows gathered [n, d_nope] (matmul_rows' y[j, r] lands at
+  // q_lat + j H R + r); q_pe[j]_h copied contiguous.
+  pool_->parallel_for(H, 1, [&](int64_t h0, int64_t h1, int32_t i_thread) {
+    float* xg = ws.absorb_x.data() + static_cast<size_t>(i_thread) * x_stride;
+    for (auto h = static_cast<int32_t>(h0); h < h1; ++h) {
+      for (int32_t j = 0; j < n; ++j) {
+        const float* q = ws.q.data() + (static_cast<size_t>(toks[j]) * H + h) * d_qk;
+        std::copy(q, q + dn, xg + static_cast<size_t>(j) * dn);
+        std::copy(q + dn, q + d_qk, ws.q_pe.data() + (static_cast<size_t>(j) * H + h) * dr);
       }
-    });
+      cpu::matmul_rows(w.w_uk_t, xg, n, ws.q_lat.data(), int64_t{h} * R, int64_t{h + 1} * R);
+    }
+  });
+  for (int32_t j = 0; j < n; ++j) {
+    const auto [t_begin, t_end, L] = seq_range(b, seqs[j]);
+    const int32_t t = toks[j], pos = L - (t_end - t_begin) + (t - t_begin);
+    const cpu::MlaCacheView view = cache_view(kv, i_layer, b, seqs[j]);
+    const float* q_lat = ws.q_lat.data() + static_cast<size_t>(j) * HR;
+    const float* q_pe = ws.q_pe.data() + static_cast<size_t>(j) * H * dr;
     // Split-K over the attended positions in parts that depend only on n (never on the thread
     // count), merged in part order: the result is bit-identical for any number of threads.
-    int32_t n = 0;
-    const int32_t* ps = attended_positions(ws, t, pos, c.index_topk, n);
-    const int32_t n_parts = std::min(kMlaDecodeMaxParts, (n + kMlaDecodePart - 1) / kMlaDecodePart);
-    const int32_t part = (n + n_parts - 1) / n_parts;
+    int32_t n_att = 0;
+    const int32_t* ps = attended_positions(ws, t, pos, c.index_topk, n_att);
+    const int32_t n_parts =
+        std::min(kMlaDecodeMaxParts, (n_att + kMlaDecodePart - 1) / kMlaDecodePart);
+    const int32_t part = (n_att + n_parts - 1) / n_parts;
     pool_->parallel_for(n_parts, 1, [&](int64_t i0, int64_t i1, int32_t i_thread) {
       float* scratch = ws.attn_scratch.data() + static_cast<size_t>(i_thread) * n_scratch;
       for (int64_t i = i0; i < i1; ++i) {
         const auto ip = static_cast<size_t>(i);
-        cpu::mla_attn_partial(view, ps, i * part, std::min<int64_t>(n, (i + 1) * part),
-                              ws.q_lat.data(), ws.q_pe.data(), H, scale, scratch,
-                              ws.part_m.data() + ip * H, ws.part_l.data() + ip * H,
-                              ws.part_o.data() + ip * H * R);
+        cpu::mla_attn_partial(view, ps, i * part, std::min<int64_t>(n_att, (i + 1) * part), q_lat,
+                              q_pe, H, scale, scratch, ws.part_m.data() + ip * H,
+                              ws.part_l.data() + ip * H, ws.part_o.data() + ip * H * R);
       }
     });
     cpu::mla_attn_merge(n_parts, ws.part_m.data(), ws.part_l.data(), ws.part_o.data(), H, R,
-                        ws.o_lat.data());
-    // o_h = W_UV_h o_lat_h (d_v): kv_b's rows [h d_kv + d_nope, (h + 1) d_kv) times o_lat_h.
-    pool_->parallel_for(H, 1, [&](int64_t h0, int64_t h1, int32_t) {
-      for (auto h = static_cast<int32_t>(h0); h < h1; ++h) {
-        const int64_t r0 = int64_t{h} * d_kv + c.d_nope, r1 = int64_t{h + 1} * d_kv;
-        cpu::matmul_rows(w.kv_b, ws.o_lat.data() + static_cast<size_t>(h) * R, 1, ws.uv.data(), r0,
-                         r1);
-        std::copy(ws.uv.data() + r0, ws.uv.data() + r1,
-                  ws.attn.data() + (static_cast<size_t>(t) * H + h) * c.d_v);
-      }
-    });
+                        ws.o_lat.data() + static_cast<size_t>(j) * HR);
   }
+  // o[j]_h = W_UV_h o_lat[j]_h (d_v): kv_b's rows [h d_kv + d_nope, (h + 1) d_kv) times head h's
+  // o_lat rows gathered [n, R], for the chunk at once.
+  pool_->parallel_for(H, 1, [&](int64_t h0, int64_t h1, int32_t i_thread) {
+    float* xg = ws.absorb_x.data() + static_cast<size_t>(i_thread) * x_stride;
+    for (auto h = static_cast<int32_t>(h0); h < h1; ++h) {
+      for (int32_t j = 0; j < n; ++j) {
+        const float* o = ws.o_lat.data() + static_cast<size_t>(j) * HR + static_cast<size_t>(h) * R;
+        std::copy(o, o + R, xg + static_cast<size_t>(j) * R);
+      }
+      const int64_t r0 = int64_t{h} * d_kv + dn, r1 = int64_t{h + 1} * d_kv;
+      cpu::matmul_rows(w.kv_b, xg, n, ws.uv.data(), r0, r1);
+      for (int32_t j = 0; j < n; ++j) {
+        const float* uv = ws.uv.data() + static_cast<size_t>(j) * n_uv;
+        std::copy(uv + r0, uv + r1,
+                  ws.attn.data() + (static_cast<size_t>(toks[j]) * H + h) * c.d_v);
+      }
+    }
+  });
 }
 
 }  // namespace dss

@@ -69,8 +69,9 @@ class Model {
   void mla(int32_t i_layer, const ForwardBatch& b, KvCache& kv, Workspace& ws, AttnPath path) const;
   void mla_naive(int32_t i_layer, const ForwardBatch& b, int32_t i_seq, const KvCache& kv,
                  Workspace& ws) const;
-  void mla_absorbed(int32_t i_layer, const ForwardBatch& b, int32_t i_seq, const KvCache& kv,
-                    Workspace& ws) const;
+  // The absorbed form for n <= kMlaAbsorbChunk tokens toks[j] of sequences seqs[j].
+  void mla_absorbed(int32_t i_layer, const ForwardBatch& b, const int32_t* toks,
+                    const int32_t* seqs, int32_t n, const KvCache& kv, Workspace& ws) const;
   // y = W x split over the thread pool by output rows.
   void mm(const Matrix& w, const float* x, int64_t n_tok, float* y) const;
   void ffn(const FfnWeights& f, int32_t n_tok, int32_t d_ff, const float* x, float* out,

@@ -25,10 +25,12 @@ Workspace::Workspace(const ModelConfig& c, const WorkspaceLimits& lim) : limits(
   const auto dr = static_cast<size_t>(c.d_rope), tile = static_cast<size_t>(kMlaPrefillTile);
   const auto nt = static_cast<size_t>(std::max(1, lim.n_threads));
   kv_new.resize(T * d_row);
-  q_lat.resize(H * R);
-  q_pe.resize(H * dr);
-  o_lat.resize(H * R);
-  uv.resize(H * static_cast<size_t>(c.d_nope + c.d_v));
+  const auto chunk = static_cast<size_t>(kMlaAbsorbChunk);
+  q_lat.resize(chunk * H * R);
+  q_pe.resize(chunk * H * dr);
+  o_lat.resize(chunk * H * R);
+  uv.resize(chunk * H * static_cast<size_t>(c.d_nope + c.d_v));
+  absorb_x.resize(nt * chunk * std::max(static_cast<size_t>(c.d_nope), R));
   const auto n_parts = static_cast<size_t>(kMlaDecodeMaxParts);
   part_m.resize(n_parts * H);
   part_l.resize(n_parts * H);

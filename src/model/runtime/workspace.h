@@ -18,6 +18,9 @@ inline constexpr int32_t kMlaPrefillTile = 128;
 // thread count; the parts are spread over the pool and merged in order.
 inline constexpr int32_t kMlaDecodePart = 256;
 inline constexpr int32_t kMlaDecodeMaxParts = 64;
+// Absorbed-form tokens whose W_UK / W_UV products run as one batched matmul per head (the tokens
+// of a decode step across sequences, in chunks of this many).
+inline constexpr int32_t kMlaAbsorbChunk = 16;
 
 struct WorkspaceLimits {
   int32_t max_tokens = 1;      // tokens per forward step
@@ -49,10 +52,13 @@ struct Workspace {
   // here grows with the context except the indexer's per-position scores and the tile flags.
   std::vector<float>
       kv_new;  // [max_tokens, d_row] the step's new cache rows (f32, KvLayout::d_row)
-  // Absorbed (decode) form, one query token at a time, split-K over at most kMlaDecodeMaxParts:
-  std::vector<float> q_lat, q_pe;     // [n_heads, kv_lora_rank], [n_heads, d_rope]
-  std::vector<float> o_lat;           // [n_heads, kv_lora_rank] merged latent output
-  std::vector<float> uv;              // [n_heads * (d_nope + d_v)] W_UV o_lat at kv_b's rows
+  // Absorbed (decode) form: W_UK / W_UV for a chunk of kMlaAbsorbChunk tokens at a time (chunk
+  // row j), attention one token at a time, split-K over at most kMlaDecodeMaxParts:
+  std::vector<float> q_lat, q_pe;     // [chunk, n_heads, kv_lora_rank], [chunk, n_heads, d_rope]
+  std::vector<float> o_lat;           // [chunk, n_heads, kv_lora_rank] merged latent outputs
+  std::vector<float> uv;              // [chunk, n_heads * (d_nope + d_v)] W_UV o_lat, kv_b's rows
+  std::vector<float> absorb_x;        // [n_threads, chunk, max(d_nope, kv_lora_rank)] one head's
+                                      // q_nope / o_lat rows gathered as a matmul operand
   std::vector<float> part_m, part_l;  // [kMlaDecodeMaxParts, n_heads] partial max / sum
   std::vector<float> part_o;          // [kMlaDecodeMaxParts, n_heads, kv_lora_rank]
   std::vector<float> attn_scratch;    // [n_threads, cpu::mla_attn_scratch_floats]

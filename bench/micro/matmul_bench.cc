@@ -83,7 +83,9 @@ void BM_Gemv_BF16_Tiled(benchmark::State& bs) {
 // ds-mini prefill shapes: o_proj-like 1024x1024 and a routed expert's gate (512x1024) at the ~48
 // tokens an expert sees in a 512-token prefill (6 of 64 experts per token). The 1024x1024 matrix
 // (1 MiB, cache resident) at 4 and 16 tokens is the batched-decode kernel's compute rate; the
-// 16-token BF16 GEMV above is lm_head at decode batch 16.
+// 16-token BF16 GEMV above is lm_head at decode batch 16. At 1 token the cache-resident rate is
+// the GEMV's compute ceiling (weight bytes decoded per second with no DRAM wait): compare it with
+// roofline_bench's read bandwidth to see whether a dtype's decode can keep up with memory.
 void BM_Gemm_FP8_1024(benchmark::State& bs) { run(bs, DType::kF8E4M3, 1024, 1024, bs.range(0)); }
 void BM_Gemm_FP8_Expert(benchmark::State& bs) { run(bs, DType::kF8E4M3, 512, 1024, bs.range(0)); }
 
@@ -94,13 +96,17 @@ BENCHMARK(BM_Gemv_BF16_Tiled)->Arg(1)->Arg(4)->Arg(16)->UseRealTime();
 void BM_Gemm_FP8_1024_Tiled(benchmark::State& bs) {
   run(bs, DType::kF8E4M3, 1024, 1024, bs.range(0), true);
 }
+void BM_Gemm_BF16_1024_Tiled(benchmark::State& bs) {
+  run(bs, DType::kBF16, 1024, 1024, bs.range(0), true);
+}
 void BM_Gemm_FP8_Expert_Tiled(benchmark::State& bs) {
   run(bs, DType::kF8E4M3, 512, 1024, bs.range(0), true);
 }
 
 BENCHMARK(BM_Gemm_FP8_1024)->Arg(512)->Arg(2048)->UseRealTime();
 BENCHMARK(BM_Gemm_FP8_Expert)->Arg(48)->UseRealTime();
-BENCHMARK(BM_Gemm_FP8_1024_Tiled)->Arg(4)->Arg(16)->Arg(512)->Arg(2048)->UseRealTime();
+BENCHMARK(BM_Gemm_FP8_1024_Tiled)->Arg(1)->Arg(4)->Arg(16)->Arg(512)->Arg(2048)->UseRealTime();
+BENCHMARK(BM_Gemm_BF16_1024_Tiled)->Arg(1)->Arg(16)->UseRealTime();
 BENCHMARK(BM_Gemm_FP8_Expert_Tiled)->Arg(48)->UseRealTime();
 
 }  // namespace

@@ -216,6 +216,39 @@ void TestMatmulTiled() {
   }
 }
 
+// The tiled FP8 decode (kernels/cpu/hwy_util-inl.h DecodeE4m3) holds every e4m3 value exactly,
+// subnormals and signed zeros included (it goes through f32 subnormals, so this also fails if
+// denormals-are-zero were ever set): row r of the weights is code r in every column, the scales
+// powers of two, and token j's x one-hot at column k_j, so y[j, r] must be code r's value times
+// its block's scale exactly, on the GEMV and the GEMM paths.
+void TestMatmulTiledFp8DecodesEveryCode() {
+  const int64_t rows = 256, cols = 133;  // two 128-row and two column scale blocks, ragged
+  std::vector<uint8_t> data(static_cast<size_t>(rows * cols));
+  for (int64_t r = 0; r < rows; ++r) {
+    const auto code = static_cast<uint8_t>((r & 0x7F) == 0x7F ? 0 : r);  // no NaN
+    for (int64_t c = 0; c < cols; ++c) data[static_cast<size_t>(r * cols + c)] = code;
+  }
+  const std::vector<float> scales = {0x1p-3f, 0x1p5f, 0x1p-9f, 1.0f};  // [2, 2]
+  const Matrix w{DType::kF8E4M3, rows, cols, data.data(), scales.data()};
+  const OwnedMatrix tiled = tile_matrix(w);
+  const int64_t probe[] = {0, 127, 128, 132, 64};
+  for (int64_t n_tok : {1, 2, 3, 5}) {
+    std::vector<float> x(static_cast<size_t>(n_tok * cols), 0.0f),
+        y(static_cast<size_t>(n_tok * rows), -7.0f);
+    for (int64_t j = 0; j < n_tok; ++j) x[static_cast<size_t>(j * cols + probe[j])] = 1.0f;
+    MatmulRows(tiled.view(), x.data(), n_tok, y.data(), 0, rows);
+    for (int64_t j = 0; j < n_tok; ++j) {
+      for (int64_t r = 0; r < rows; ++r) {
+        const float s = scales[static_cast<size_t>((r / 128) * 2 + probe[j] / 128)];
+        const float want = fp8e4m3_to_f32(data[static_cast<size_t>(r * cols)]) * s;
+        ASSERT_EQ(y[static_cast<size_t>(j * rows + r)], want)
+            << "code " << r << " tokens " << n_tok << " column " << probe[j] << " target "
+            << hwy::TargetName(HWY_TARGET);
+      }
+    }
+  }
+}
+
 }  // namespace dss::cpu::HWY_NAMESPACE
 HWY_AFTER_NAMESPACE();
 
@@ -226,5 +259,6 @@ HWY_EXPORT_AND_TEST_P(MatmulTest, TestMatmulAllDtypes);
 HWY_EXPORT_AND_TEST_P(MatmulTest, TestMatmulRowRangeWritesOnlyItsRows);
 HWY_EXPORT_AND_TEST_P(MatmulTest, TestMatmulResultsIndependentOfBatchAndRowSplit);
 HWY_EXPORT_AND_TEST_P(MatmulTest, TestMatmulTiled);
+HWY_EXPORT_AND_TEST_P(MatmulTest, TestMatmulTiledFp8DecodesEveryCode);
 }  // namespace dss::cpu
 #endif

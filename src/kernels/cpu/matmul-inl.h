@@ -360,7 +360,7 @@ void MatmulRowsT(const View& m, const float* HWY_RESTRICT x, int64_t n_tok, floa
 //   y[t, r] = (((s_0) + s_1) + s_2) ... (block sums added in order: a chain of 128 FMAs plus one
 //   of n_cols / 128 adds, like DeepSeek's fp8_gemm per-block partial sums; a single chain over
 //   all columns measured 2.4e-5 relative error against the double reference on 1040 columns)
-// with wd(r, c) the stored FP8 value times 2^-8 (exact, DecodeE4m3F16) or the BF16 / I8 value,
+// with wd(r, c) the stored FP8 value times 2^-8 (exact, DecodeE4m3) or the BF16 / I8 value,
 // and xs(t, c) = fl(x[t, c] * fl(scale(r / 128, c / 128) * 2^8)) for FP8 (a tile's 32 rows share
 // one 128-row scale block, so xs is per (tile, token)), x[t, c] otherwise (I8's row scale
 // multiplies the finished sum, in MatmulRows). The block scale thus rounds into x once per
@@ -381,7 +381,7 @@ inline constexpr int64_t kPrefetchBytes = 2048;  // ~ DRAM latency x per-core re
 // Lanes(df) tiled weights at p (one column, Lanes consecutive rows) as wd above.
 template <class DF>
 HWY_INLINE hn::Vec<DF> TiledWeights(DF df, const uint8_t* HWY_RESTRICT p) {
-  return DecodeE4m3F16(df, p);
+  return DecodeE4m3(df, p);
 }
 template <class DF>
 HWY_INLINE hn::Vec<DF> TiledWeights(DF df, const uint16_t* HWY_RESTRICT p) {
@@ -393,11 +393,6 @@ HWY_INLINE hn::Vec<DF> TiledWeights(DF df, const int8_t* HWY_RESTRICT p) {
 }
 
 // 2 * Lanes(df) tiled weights at p (one column, consecutive rows) into lo, hi.
-template <class DF>
-HWY_INLINE void TiledWeights2(DF df, const uint8_t* HWY_RESTRICT p, hn::Vec<DF>& lo,
-                              hn::Vec<DF>& hi) {
-  DecodeE4m3F16x2(df, p, lo, hi);
-}
 template <class DF, typename T>
 HWY_INLINE void TiledWeights2(DF df, const T* HWY_RESTRICT p, hn::Vec<DF>& lo, hn::Vec<DF>& hi) {
   lo = TiledWeights(df, p);

@@ -99,7 +99,8 @@ void Model::mla(int32_t i_layer, const ForwardBatch& b, KvCache& kv, Workspace& 
   // Attention reads every row, the step's own included, from the cache (what decode will see).
   // Naive sequences one at a time; absorbed tokens in chunks across sequences, so a decode step's
   // W_UK / W_UV products are one matmul per head and chunk (results as for one token: matmul
-  // results do not depend on the batch). V3.2's selections come first (both forms read them).
+  // results do not depend on the batch). A sequence's V3.2 selection is made before its tokens
+  // are queued; it is kept per token (ws.sel), so later sequences' selections leave it intact.
   int32_t abs_toks[kMlaAbsorbChunk], abs_seqs[kMlaAbsorbChunk], n_abs = 0;
   for (int32_t s = 0; s < b.n_seqs(); ++s) {
     const auto [t_begin, t_end, L] = seq_range(b, s);

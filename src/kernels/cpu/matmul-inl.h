@@ -433,8 +433,9 @@ static_assert(kTiledGroup < 3 || NextGroup(kTiledGroup + 1) == kTiledGroup - 1);
 // beats decoding them in registers once per token group. FP8's decode costs more than the FMAs of
 // a 1-2 token group, so where a group holds <= 3 tokens (AVX2: 16 registers; a group of 3 spills
 // one accumulator) 3 and 4 FP8 tokens go to the GEMM: measured on Zen 3 (one thread, 256 x 1024
-// FP8 in L2, best of 300) 4 tokens 63-69 us in registers vs 48-51 us through the panel, 3 tokens
-// 39-40 vs 36-38. BF16 / I8 decode in 2 operations per vector and stay in registers to 4 tokens.
+// FP8 in L2, best of 300; with the earlier F16C decode) 4 tokens 63-69 us in registers vs 48-51
+// us through the panel, 3 tokens 39-40 vs 36-38. BF16 / I8 decode in 2 operations per vector and
+// stay in registers to 4 tokens.
 template <typename T>
 inline constexpr int64_t kTiledGemmMinTokens = (std::is_same_v<T, uint8_t> && kTiledGroup < 5)
                                                    ? 3

@@ -18,24 +18,30 @@ HWY_INLINE float ReduceSumF(DF df, hn::Vec<DF> v) {
   return hn::GetLane(hn::SumOfLanes(df, v));
 }
 
-// Lanes(df) e4m3fn codes at `p` as f32 values times 2^-8, exactly. The code sign-extended to 32
-// bits, shifted left by 20 and masked to s.0000eeee.mmm (0x87F00000) is an f32 whose value is the
-// code's times 2^-120 (an f32 subnormal for the e4m3 subnormals: same mantissa, minimum exponent
-// field 0 in both formats, so exact too); one multiply by 2^112 (exact: a power of two with a
-// normal result) scales it to 2^-8. Requires denormals-are-zero off (the default; nothing here
-// sets MXCSR; tests/kernels/matmul_test.cc checks every code). Chosen over widening f16 bits
-// with F16C (the earlier decode): on Zen 3 the FP8 GEMV is bound by its decode, not by memory
-// (docs/bench.md), and this form ran ~4-5% faster (one thread, 256 x 1024 FP8 in L2, best of
-// 300: 1 token 22.1-25.2 vs 24.7-26.3 us, 2 tokens 30.2-32.1 vs 31.9-34.5) on realistic codes;
-// e4m3 subnormals (~0.01% of a checkpoint's codes) take the slower denormal multiply. NaN codes
-// are not expected.
+// Lanes(df) e4m3fn codes at `p` as f32 values times 2^-120, exactly: the code sign-extended to
+// 32 bits, shifted left by 20 and masked to s.0000eeee.mmm (0x87F00000) (an f32 subnormal for
+// the e4m3 subnormals: same mantissa, minimum exponent field 0 in both formats). Callers fold
+// 2^120 into a factor of their own (a multiply by a power of two: exact). Requires
+// denormals-are-zero off (the default; nothing here sets MXCSR; tests/kernels/matmul_test.cc
+// checks every code). NaN codes are not expected.
 template <class DF>
-HWY_INLINE hn::Vec<DF> DecodeE4m3(DF df, const uint8_t* HWY_RESTRICT p) {
+HWY_INLINE hn::Vec<DF> DecodeE4m3Shifted(DF df, const uint8_t* HWY_RESTRICT p) {
   const hn::Rebind<int8_t, DF> d8;
   const hn::RebindToSigned<DF> di;
   const auto v = hn::PromoteTo(di, hn::LoadU(d8, reinterpret_cast<const int8_t*>(p)));
-  const auto bits = hn::And(hn::ShiftLeft<20>(v), hn::Set(di, static_cast<int32_t>(0x87F00000u)));
-  return hn::Mul(hn::BitCast(df, bits), hn::Set(df, 0x1p112f));
+  return hn::BitCast(df,
+                     hn::And(hn::ShiftLeft<20>(v), hn::Set(di, static_cast<int32_t>(0x87F00000u))));
+}
+
+// Lanes(df) e4m3fn codes at `p` as f32 values times 2^-8, exactly (DecodeE4m3Shifted times
+// 2^112). Chosen over widening f16 bits with F16C (the earlier decode): on Zen 3 the FP8 GEMV is
+// bound by its decode, not by memory (docs/bench.md), and this form ran ~4-5% faster (one thread,
+// 256 x 1024 FP8 in L2, best of 300: 1 token 22.1-25.2 vs 24.7-26.3 us, 2 tokens 30.2-32.1 vs
+// 31.9-34.5) on realistic codes; e4m3 subnormals (~0.01% of a checkpoint's codes) take the slower
+// denormal multiply.
+template <class DF>
+HWY_INLINE hn::Vec<DF> DecodeE4m3(DF df, const uint8_t* HWY_RESTRICT p) {
+  return hn::Mul(DecodeE4m3Shifted(df, p), hn::Set(df, 0x1p112f));
 }
 
 }  // namespace dss::cpu::HWY_NAMESPACE

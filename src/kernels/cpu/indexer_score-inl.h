@@ -40,16 +40,6 @@ HWY_BEFORE_NAMESPACE();
 namespace dss::cpu::HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
-// Dimension d of Lanes keys at p (value * 2^-120, exact; see the file comment).
-template <class DF>
-HWY_INLINE hn::Vec<DF> DecodeE4m3Shifted(DF df, const uint8_t* HWY_RESTRICT p) {
-  const hn::Rebind<int8_t, DF> d8;
-  const hn::RebindToSigned<DF> di;
-  const auto b = hn::PromoteTo(di, hn::LoadU(d8, reinterpret_cast<const int8_t*>(p)));
-  return hn::BitCast(df,
-                     hn::And(hn::ShiftLeft<20>(b), hn::Set(di, static_cast<int32_t>(0x87F00000u))));
-}
-
 // One tile: heads [0, kH) of qs / coef (offset to the tile's first head) x one key vector at
 // keys_t (stride ld between dimensions); sums [Lanes] += coef[h] * max(0, acc[h]), heads in order.
 template <int kH, class DF>

@@ -44,23 +44,15 @@ HWY_INLINE void WidenBf16(DF df, const uint8_t* HWY_RESTRICT p, int64_t n,
   }
 }
 
-// out[0, n) = e4m3 codes at p times `scale` (a power of two: exact). The 7 exponent+mantissa bits
-// shifted into an f32's fields give the value times 2^-120 (subnormal codes land on f32
-// subnormals with the same mantissa), so multiplying by scale * 2^120 is exact.
+// out[0, n) = e4m3 codes at p times `scale` (a power of two: exact): DecodeE4m3Shifted (the
+// value times 2^-120) times scale * 2^120.
 template <class DF>
 HWY_INLINE void DecodeE4m3(DF df, const uint8_t* HWY_RESTRICT p, int64_t n, float scale,
                            float* HWY_RESTRICT out) {
-  const hn::RebindToUnsigned<DF> du;
-  const hn::Rebind<uint8_t, DF> d8;
   const int64_t N = static_cast<int64_t>(hn::Lanes(df));
-  const auto vs = hn::Set(df, scale * 1.329227995784916e36f);  // * 2^120
+  const auto vs = hn::Set(df, scale * 0x1p120f);
   int64_t i = 0;
-  for (; i + N <= n; i += N) {
-    const auto b = hn::PromoteTo(du, hn::LoadU(d8, p + i));
-    const auto mag = hn::ShiftLeft<20>(hn::And(b, hn::Set(du, 0x7Fu)));
-    const auto sign = hn::ShiftLeft<24>(hn::And(b, hn::Set(du, 0x80u)));
-    hn::StoreU(hn::Mul(hn::BitCast(df, hn::Or(mag, sign)), vs), df, out + i);
-  }
+  for (; i + N <= n; i += N) hn::StoreU(hn::Mul(DecodeE4m3Shifted(df, p + i), vs), df, out + i);
   for (; i < n; ++i) out[i] = fp8e4m3_to_f32(p[i]) * scale;
 }
 

@@ -216,11 +216,11 @@ void TestMatmulTiled() {
   }
 }
 
-// The tiled FP8 decode (kernels/cpu/hwy_util-inl.h DecodeE4m3) holds every e4m3 value exactly,
-// subnormals and signed zeros included (it goes through f32 subnormals, so this also fails if
-// denormals-are-zero were ever set): row r of the weights is code r in every column, the scales
-// powers of two, and token j's x one-hot at column k_j, so y[j, r] must be code r's value times
-// its block's scale exactly, on the GEMV and the GEMM paths.
+// The tiled FP8 decode (kernels/cpu/matmul-inl.h DecodeFp8Column, TiledColumn) holds every e4m3
+// value exactly, subnormals and signed zeros included (it goes through f32 subnormals, so this also
+// fails if denormals-are-zero were ever set): row r of the weights is code r in every column, the
+// scales powers of two, and token j's x one-hot at column k_j, so y[j, r] must be code r's value
+// times its block's scale exactly, on the GEMV and the GEMM paths.
 void TestMatmulTiledFp8DecodesEveryCode() {
   const int64_t rows = 256, cols = 133;  // two 128-row and two column scale blocks, ragged
   std::vector<uint8_t> data(static_cast<size_t>(rows * cols));
@@ -249,6 +249,65 @@ void TestMatmulTiledFp8DecodesEveryCode() {
   }
 }
 
+// The FP8 GEMV folds the decode's 2^112 into x * scale where that is exact (matmul-inl.h
+// Fp8FoldsExactly) and keeps the multiply elsewhere. Both must give the GEMM path's bits: tokens
+// with |x * scale * 2^8| just inside the fold's range at both ends, just outside (huge and tiny
+// magnitudes, where a fold would overflow or lose subnormal rounding), with zeros, and mixed in
+// one call. Every (row, token) result of 1- and 2-token calls equals the same token's in a
+// 7-token (GEMM) call, and all stay within the reference tolerance.
+void TestMatmulTiledFp8FoldBoundaries() {
+  Rng rng(77);
+  const int64_t rows = 96, cols = 384;
+  auto w = test::random_matrix(DType::kF8E4M3, rows, cols, rng);
+  const OwnedMatrix tiled = tile_matrix(w.m);
+  float f_min = INFINITY, f_max = 0;  // the fold's factor per block: scale * 2^8
+  for (float s : w.scales) {
+    f_min = std::min(f_min, s * 256.0f);
+    f_max = std::max(f_max, s * 256.0f);
+  }
+  const int64_t n_tok = 7;
+  std::vector<float> x(static_cast<size_t>(n_tok * cols));
+  auto fill = [&](int64_t j, double lo, double hi, bool zeros) {  // log-uniform in [lo, hi]
+    for (int64_t c = 0; c < cols; ++c) {
+      const auto v = static_cast<float>(lo * std::pow(static_cast<double>(hi) / lo, rng.uniform()));
+      x[static_cast<size_t>(j * cols + c)] = (zeros && c % 5 == 0) ? 0.0f : (c % 2 ? -v : v);
+    }
+  };
+  fill(0, 0x1p-125f / f_min * 1.01f, 0x1p15f / f_max * 0.99f, false);  // folds, both ends
+  fill(1, 0x1p-125f / f_min * 1.01f, 0x1p15f / f_max * 0.99f, true);   // folds, with zeros
+  fill(2, 1.0f, 0x1p15f / f_max * 4.0f, false);                        // too large: no fold
+  fill(3, 0x1p-125f / f_max * 0.25f, 1.0f, true);                      // too small: no fold
+  fill(4, 0.5f, 2.0f, false);
+  fill(5, 0x1p-140f, 0x1p-130f, false);  // subnormal x
+  fill(6, 0.5f, 2.0f, true);
+  std::vector<float> all(static_cast<size_t>(n_tok * rows)), ref(all.size());
+  MatmulRows(tiled.view(), x.data(), n_tok, all.data(), 0, rows);
+  ref::matmul(w.m, x.data(), n_tok, ref.data());
+  for (int64_t j = 0; j < n_tok; ++j) {  // per token: the magnitudes differ by 2^100
+    double ss = 0;
+    for (int64_t r = 0; r < rows; ++r) ss += std::pow(ref[static_cast<size_t>(j * rows + r)], 2);
+    const double rms = std::sqrt(ss / static_cast<double>(rows));
+    for (int64_t r = 0; r < rows; ++r) {
+      const size_t i = static_cast<size_t>(j * rows + r);
+      EXPECT_LE(std::abs(all[i] - ref[i]), 1e-5 * rms + 1e-44) << "token " << j << " row " << r;
+    }
+  }
+  for (int64_t n : {1, 2}) {
+    for (int64_t t0 = 0; t0 + n <= n_tok; ++t0) {
+      std::vector<float> y(static_cast<size_t>(n * rows));
+      MatmulRows(tiled.view(), x.data() + t0 * cols, n, y.data(), 0, rows);
+      for (int64_t j = 0; j < n; ++j) {
+        for (int64_t r = 0; r < rows; ++r) {
+          ASSERT_EQ(y[static_cast<size_t>(j * rows + r)],
+                    all[static_cast<size_t>((t0 + j) * rows + r)])
+              << "tokens " << n << " token " << t0 + j << " row " << r << " target "
+              << hwy::TargetName(HWY_TARGET);
+        }
+      }
+    }
+  }
+}
+
 }  // namespace dss::cpu::HWY_NAMESPACE
 HWY_AFTER_NAMESPACE();
 
@@ -260,5 +319,6 @@ HWY_EXPORT_AND_TEST_P(MatmulTest, TestMatmulRowRangeWritesOnlyItsRows);
 HWY_EXPORT_AND_TEST_P(MatmulTest, TestMatmulResultsIndependentOfBatchAndRowSplit);
 HWY_EXPORT_AND_TEST_P(MatmulTest, TestMatmulTiled);
 HWY_EXPORT_AND_TEST_P(MatmulTest, TestMatmulTiledFp8DecodesEveryCode);
+HWY_EXPORT_AND_TEST_P(MatmulTest, TestMatmulTiledFp8FoldBoundaries);
 }  // namespace dss::cpu
 #endif

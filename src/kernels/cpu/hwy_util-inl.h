@@ -33,17 +33,6 @@ HWY_INLINE hn::Vec<DF> DecodeE4m3Shifted(DF df, const uint8_t* HWY_RESTRICT p) {
                      hn::And(hn::ShiftLeft<20>(v), hn::Set(di, static_cast<int32_t>(0x87F00000u))));
 }
 
-// Lanes(df) e4m3fn codes at `p` as f32 values times 2^-8, exactly (DecodeE4m3Shifted times
-// 2^112). Chosen over widening f16 bits with F16C (the earlier decode): on Zen 3 the FP8 GEMV is
-// bound by its decode, not by memory (docs/bench.md), and this form ran ~4-5% faster (one thread,
-// 256 x 1024 FP8 in L2, best of 300: 1 token 22.1-25.2 vs 24.7-26.3 us, 2 tokens 30.2-32.1 vs
-// 31.9-34.5) on realistic codes; e4m3 subnormals (~0.01% of a checkpoint's codes) take the slower
-// denormal multiply.
-template <class DF>
-HWY_INLINE hn::Vec<DF> DecodeE4m3(DF df, const uint8_t* HWY_RESTRICT p) {
-  return hn::Mul(DecodeE4m3Shifted(df, p), hn::Set(df, 0x1p112f));
-}
-
 }  // namespace dss::cpu::HWY_NAMESPACE
 HWY_AFTER_NAMESPACE();
 

@@ -7,8 +7,10 @@
 #endif
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <type_traits>
 
 #include "base/check.h"
@@ -352,7 +354,7 @@ void MatmulRowsT(const View& m, const float* HWY_RESTRICT x, int64_t n_tok, floa
 //   y[t, r] = (((s_0) + s_1) + s_2) ... (block sums added in order: a chain of 128 FMAs plus one
 //   of n_cols / 128 adds, like DeepSeek's fp8_gemm per-block partial sums; a single chain over
 //   all columns measured 2.4e-5 relative error against the double reference on 1040 columns)
-// with wd(r, c) the stored FP8 value times 2^-8 (exact, DecodeE4m3) or the BF16 / I8 value,
+// with wd(r, c) the stored FP8 value times 2^-8 (exact, TiledColumn) or the BF16 / I8 value,
 // and xs(t, c) = fl(x[t, c] * fl(scale(r / 128, c / 128) * 2^8)) for FP8 (a tile's 32 rows share
 // one 128-row scale block, so xs is per (tile, token)), x[t, c] otherwise (I8's row scale
 // multiplies the finished sum, in MatmulRows). The block scale thus rounds into x once per
@@ -360,7 +362,10 @@ void MatmulRowsT(const View& m, const float* HWY_RESTRICT x, int64_t n_tok, floa
 //   GEMV (< kTiledGemmMinTokens<T> tokens): the tile's weights decoded in registers, column by
 //     column, for groups of up to kTiledGroup tokens (kTiledGroup * kTileRows / Lanes <= 12
 //     accumulators; NextGroup), per column block so later groups re-read the block from L1; the
-//     tile stream is prefetched kPrefetchBytes ahead (by group p's pass: p blocks further).
+//     tile stream is prefetched kPrefetchBytes ahead (by group p's pass: p blocks further). FP8
+//     folds the decode's 2^112 into xs where that is exact (Fp8FoldsExactly; same products).
+// Lanes need not hold consecutive rows: FP8 decodes whole columns in TileSlot order and the
+// tile's sums are put back in row order when stored (StoreTileRows).
 //   GEMM: per block of kTiledTokBlock tokens and kTiledCols columns, the tile's weights decoded
 //     once to f32 [128][32] (16 KiB, L1; the next block prefetched meanwhile) and xs scaled once
 //     to [tokens][128] (24 KiB, read a group at a time), then outer-product micro-kernels (per
@@ -369,20 +374,6 @@ void MatmulRowsT(const View& m, const float* HWY_RESTRICT x, int64_t n_tok, floa
 inline constexpr int64_t kTiledCols = 128;       // column block = the FP8 scale block
 inline constexpr int64_t kTiledTokBlock = 48;    // tokens per GEMM block (a multiple of 1..6)
 inline constexpr int64_t kPrefetchBytes = 2048;  // ~ DRAM latency x per-core read bandwidth
-
-// Lanes(df) tiled weights at p (one column, Lanes consecutive rows) as wd above.
-template <class DF>
-HWY_INLINE hn::Vec<DF> TiledWeights(DF df, const uint8_t* HWY_RESTRICT p) {
-  return DecodeE4m3(df, p);
-}
-template <class DF>
-HWY_INLINE hn::Vec<DF> TiledWeights(DF df, const uint16_t* HWY_RESTRICT p) {
-  return LoadWeights(df, p, hn::Zero(df));
-}
-template <class DF>
-HWY_INLINE hn::Vec<DF> TiledWeights(DF df, const int8_t* HWY_RESTRICT p) {
-  return LoadWeights(df, p, hn::Zero(df));
-}
 
 template <typename TW>
 struct TiledView {
@@ -403,6 +394,67 @@ struct TiledView {
 inline constexpr int64_t kTiledLanes = static_cast<int64_t>(hn::MaxLanes(hn::ScalableTag<float>()));
 inline constexpr int kTiledVecs = static_cast<int>(kTileRows / kTiledLanes);
 inline constexpr int kTiledGroup = kTiledVecs >= 12 ? 1 : 12 / kTiledVecs;  // tokens per group
+
+// FP8 tile columns are decoded a whole column (kTileRows codes) at a time where a vector of
+// 4 * Lanes bytes fits in a column (SSE4, AVX2): each such load is split into its four bytes per
+// 32-bit lane by 16- and 32-bit shifts and a mask, as DecodeE4m3Shifted places them (the value
+// times 2^-120, exact), with no shuffle and one load per four vectors. (Single thread, 256 x 1024
+// FP8 in L2, best of 300, Zen 3: 9.5 us vs 11.3 us for a sign-extending load per vector.) The
+// price is the lane order: vector v = 4q + k holds, in lane i, row q * 4 * Lanes + 4 i + k (byte k
+// of 32-bit lane i of load q); Fp8Slot maps rows to those accumulator slots. Wider vectors (AVX3:
+// 64 bytes would span two columns) and HWY_SCALAR decode one vector per load in row order.
+inline constexpr bool kFp8ByteLanes = kTiledLanes >= 4 && 4 * kTiledLanes <= kTileRows;
+
+// Accumulator slot (v * Lanes + i) of row r of a tile, per the lane order of the weight type.
+template <typename T>
+constexpr int64_t TileSlot(int64_t r) {
+  if constexpr (!std::is_same_v<T, uint8_t> || !kFp8ByteLanes) {
+    return r;
+  } else {
+    constexpr int64_t kLoad = 4 * kTiledLanes;  // rows per load
+    const int64_t q = r / kLoad, i = (r % kLoad) / 4, k = r % 4;
+    return (4 * q + k) * kTiledLanes + i;
+  }
+}
+
+// Tile column at p (kTileRows codes) as kTiledVecs vectors in TileSlot order, each value times
+// 2^-120 (DecodeE4m3Shifted's scaling).
+template <class DF>
+HWY_INLINE void DecodeFp8Column(DF df, const uint8_t* HWY_RESTRICT p,
+                                hn::Vec<DF> (&w)[kTiledVecs]) {
+  if constexpr (kFp8ByteLanes) {
+    const hn::RebindToSigned<DF> di;
+    const hn::Repartition<int16_t, decltype(di)> d16;
+    const auto mask = hn::Set(di, static_cast<int32_t>(0x87F00000u));
+    for (int q = 0; q < kTiledVecs / 4; ++q) {
+      const auto raw = hn::BitCast(
+          d16, hn::LoadU(di, reinterpret_cast<const int32_t*>(p + q * 4 * kTiledLanes)));
+      // Arithmetic shifts of the 16-bit halves put bytes 3 and 1 (hi), 2 and 0 (lo) sign-extended
+      // at bits 11..4 of their half; the upper half then sits where DecodeE4m3Shifted puts a code
+      // (bits 27..20 of the 32-bit lane), the lower half gets there by a 32-bit shift.
+      const auto hi = hn::BitCast(di, hn::ShiftRight<4>(raw));
+      const auto lo = hn::BitCast(di, hn::ShiftRight<4>(hn::ShiftLeft<8>(raw)));
+      w[4 * q + 0] = hn::BitCast(df, hn::And(hn::ShiftLeft<16>(lo), mask));
+      w[4 * q + 1] = hn::BitCast(df, hn::And(hn::ShiftLeft<16>(hi), mask));
+      w[4 * q + 2] = hn::BitCast(df, hn::And(lo, mask));
+      w[4 * q + 3] = hn::BitCast(df, hn::And(hi, mask));
+    }
+  } else {
+    for (int v = 0; v < kTiledVecs; ++v) w[v] = DecodeE4m3Shifted(df, p + v * kTiledLanes);
+  }
+}
+
+// A tile column as wd above (FP8: value times 2^-8, DecodeFp8Column times 2^112, exact; e4m3
+// subnormals take the slower denormal multiply), vectors in TileSlot<T> order.
+template <class DF>
+HWY_INLINE void TiledColumn(DF df, const uint8_t* HWY_RESTRICT p, hn::Vec<DF> (&w)[kTiledVecs]) {
+  DecodeFp8Column(df, p, w);
+  for (int v = 0; v < kTiledVecs; ++v) w[v] = hn::Mul(w[v], hn::Set(df, 0x1p112f));
+}
+template <class DF, typename T>
+HWY_INLINE void TiledColumn(DF df, const T* HWY_RESTRICT p, hn::Vec<DF> (&w)[kTiledVecs]) {
+  for (int v = 0; v < kTiledVecs; ++v) w[v] = LoadWeights(df, p + v * kTiledLanes, hn::Zero(df));
+}
 
 // Tokens in the next group when n remain: kTiledGroup, one fewer where that would leave a lone
 // last token (a group of one has a single FMA chain per weight vector, so it runs at the FMA
@@ -452,25 +504,90 @@ HWY_INLINE void ZeroAcc(DF df, hn::Vec<DF> (&acc)[kTiledVecs][kG]) {
   }
 }
 
-// The block sums of the tile's columns [c0, c1) (weights decoded from `wt`, the tile) x the kG
-// tokens' x rows (xr[j][c], scaled by f here), stored to / added into accb.
-template <int kG, typename T>
-HWY_INLINE void TiledGemvBlock(const T* HWY_RESTRICT wt, int64_t c0, int64_t c1,
-                               const float* const* xr, float f, bool first, int64_t prefetch_bytes,
-                               float* HWY_RESTRICT accb) {
+// Tiles the GEMV runs side by side for a group of g tokens, so that the group has at least ~6
+// independent accumulator chains (kNT * kTiledVecs * g) to cover the FMA latency: one token on
+// AVX3 (32 rows = 2 vectors) has only 2 chains per tile.
+constexpr int GemvTiles(int g) { return kTiledVecs * g >= 6 ? 1 : (kTiledVecs * g >= 4 ? 2 : 4); }
+inline constexpr int kMaxGemvTiles = GemvTiles(1);
+
+// The block sums of kNT tiles' columns [c0, c1) (tile t's weights at wt + t * tile_stride) x the
+// kG tokens' x rows (xr[j][c], scaled by f[t] for tile t here), stored to / added into accb +
+// t * accb_stride. Each (row, token) chain is the same for any kNT.
+// kFolded (FP8 only): the weights are used as DecodeFp8Column leaves them (times 2^-120, not
+// 2^-8) and the caller's f carries the 2^112 instead, one multiply per weight vector fewer. Where
+// Fp8FoldsExactly holds, fl(x * f * 2^112) = fl(x * f) * 2^112, so every product, hence every
+// chain, is bit for bit the unfolded one.
+template <int kG, int kNT, bool kFolded, typename T>
+HWY_INLINE void TiledGemvBlock(const T* HWY_RESTRICT wt, int64_t tile_stride, int64_t c0,
+                               int64_t c1, const float* const* xr, const float* f, bool first,
+                               int64_t prefetch_bytes, float* HWY_RESTRICT accb,
+                               int64_t accb_stride) {
+  static_assert(!kFolded || std::is_same_v<T, uint8_t>, "only FP8 folds its decode scale");
   const hn::ScalableTag<float> df;
   using V = hn::Vec<decltype(df)>;
   constexpr int64_t N = kTiledLanes;
-  V acc[kTiledVecs][kG];
-  ZeroAcc<kG>(df, acc);
+  V acc[kNT][kTiledVecs][kG];
+  for (int t = 0; t < kNT; ++t) ZeroAcc<kG>(df, acc[t]);
   for (int64_t c = c0; c < c1; ++c) {
-    const T* HWY_RESTRICT wc = wt + c * kTileRows;
-    hwy::Prefetch(reinterpret_cast<const uint8_t*>(wc) + prefetch_bytes);
-    V xv[kG];
-    for (int j = 0; j < kG; ++j) xv[j] = hn::Set(df, xr[j][c] * f);
-    for (int v = 0; v < kTiledVecs; ++v) FmaColumnVec<kG>(TiledWeights(df, wc + v * N), v, xv, acc);
+    for (int t = 0; t < kNT; ++t) {
+      const T* HWY_RESTRICT wc = wt + t * tile_stride + c * kTileRows;
+      hwy::Prefetch(reinterpret_cast<const uint8_t*>(wc) + prefetch_bytes);
+      V xv[kG];
+      for (int j = 0; j < kG; ++j) xv[j] = hn::Set(df, xr[j][c] * f[t]);
+      if constexpr (std::is_same_v<T, uint8_t>) {
+        V w[kTiledVecs];
+        if constexpr (kFolded) {
+          DecodeFp8Column(df, wc, w);
+        } else {
+          TiledColumn(df, wc, w);
+        }
+        for (int v = 0; v < kTiledVecs; ++v) FmaColumnVec<kG>(w[v], v, xv, acc[t]);
+      } else {  // one vector at a time: a group of 3 already fills the 16 AVX2 registers
+        for (int v = 0; v < kTiledVecs; ++v) {
+          FmaColumnVec<kG>(LoadWeights(df, wc + v * N, hn::Zero(df)), v, xv, acc[t]);
+        }
+      }
+    }
   }
-  StoreOrAdd<kG>(df, acc, first, accb);
+  for (int t = 0; t < kNT; ++t) StoreOrAdd<kG>(df, acc[t], first, accb + t * accb_stride);
+}
+
+// Per-token range of |x| for the FP8 fold: the largest and the smallest nonzero (+inf if none).
+struct AbsRange {
+  float max_abs, min_nonzero_abs;
+};
+HWY_INLINE AbsRange AbsRangeOf(const float* HWY_RESTRICT x, int64_t n) {
+  const hn::ScalableTag<float> df;
+  const auto N = static_cast<int64_t>(hn::Lanes(df));
+  const auto inf = hn::Set(df, std::numeric_limits<float>::infinity());
+  auto vmax = hn::Zero(df), vmin = inf;
+  int64_t c = 0;
+  for (; c + N <= n; c += N) {
+    const auto a = hn::Abs(hn::LoadU(df, x + c));
+    vmax = hn::Max(vmax, a);
+    vmin = hn::Min(vmin, hn::IfThenElse(hn::Eq(a, hn::Zero(df)), inf, a));
+  }
+  AbsRange r{hn::GetLane(hn::MaxOfLanes(df, vmax)), hn::GetLane(hn::MinOfLanes(df, vmin))};
+  for (; c < n; ++c) {
+    const float a = std::fabs(x[c]);
+    r.max_abs = std::max(r.max_abs, a);
+    if (a != 0.0f) r.min_nonzero_abs = std::min(r.min_nonzero_abs, a);
+  }
+  return r;
+}
+
+// Whether folding 2^112 into f is exact for these tokens: x * f stays inside the normal range
+// (below 2^15 and zero or above 2^-125, margins for the rounding of the check itself), so
+// scaling by 2^112 commutes with the rounding; f * 2^112 is finite. NaN fails every comparison
+// (the unfolded path then propagates it).
+HWY_INLINE bool Fp8FoldsExactly(float f, const AbsRange* ranges, int64_t n) {
+  if (!(f < 0x1p16f)) return false;
+  for (int64_t j = 0; j < n; ++j) {
+    if (!(ranges[j].max_abs * f < 0x1p15f) || !(ranges[j].min_nonzero_abs * f >= 0x1p-125f)) {
+      return false;
+    }
+  }
+  return true;
 }
 
 // The block sums of decoded panel wd [nc][32] x xs rows (xs[j * kTiledCols + c], already
@@ -502,16 +619,37 @@ HWY_INLINE void WithGroup(int g, Args&&... args) {
     HWY_ASSERT(false);
   }
 }
-template <typename T>
+template <typename T, bool kFolded>
 struct GemvBlockFn {
   template <int kG>
-  struct F {
-    static void run(const T* wt, int64_t c0, int64_t c1, const float* const* xr, float f,
-                    bool first, int64_t prefetch_bytes, float* accb) {
-      TiledGemvBlock<kG>(wt, c0, c1, xr, f, first, prefetch_bytes, accb);
+  struct F {  // nt tiles: GemvTiles(kG) at a time, then 2, then one by one
+    static void run(int nt, const T* wt, int64_t tile_stride, int64_t c0, int64_t c1,
+                    const float* const* xr, const float* f, bool first, int64_t prefetch_bytes,
+                    float* accb, int64_t accb_stride) {
+      constexpr int kNT = GemvTiles(kG);
+      int t = 0;
+      if constexpr (kNT > 1) {
+        for (; t + kNT <= nt; t += kNT) {
+          TiledGemvBlock<kG, kNT, kFolded>(wt + t * tile_stride, tile_stride, c0, c1, xr, f + t,
+                                           first, prefetch_bytes, accb + t * accb_stride,
+                                           accb_stride);
+        }
+      }
+      if constexpr (kNT > 2) {
+        for (; t + 2 <= nt; t += 2) {
+          TiledGemvBlock<kG, 2, kFolded>(wt + t * tile_stride, tile_stride, c0, c1, xr, f + t,
+                                         first, prefetch_bytes, accb + t * accb_stride,
+                                         accb_stride);
+        }
+      }
+      for (; t < nt; ++t) {
+        TiledGemvBlock<kG, 1, kFolded>(wt + t * tile_stride, tile_stride, c0, c1, xr, f + t, first,
+                                       prefetch_bytes, accb + t * accb_stride, accb_stride);
+      }
     }
   };
 };
+
 template <int kG>
 struct GemmMicroFn {
   static void run(const float* wd, int64_t nc, const float* xs, bool first, float* accb) {
@@ -519,23 +657,32 @@ struct GemmMicroFn {
   }
 };
 
-// y[t, r] for the rows [lo, hi) of tile `ti` (accb rows: token j's 32 sums at accb + j * 32).
+// y[t, r] for the rows [lo, hi) of tile `ti` (accb rows: token j's 32 sums at accb + j * 32, in
+// TileSlot<T> order).
+template <typename T>
 HWY_INLINE void StoreTileRows(const float* HWY_RESTRICT accb, int64_t n_tok, int64_t ti, int64_t lo,
                               int64_t hi, int64_t n_rows, float* HWY_RESTRICT y) {
   for (int64_t j = 0; j < n_tok; ++j) {
-    for (int64_t r = lo; r < hi; ++r) y[j * n_rows + r] = accb[j * kTileRows + r - ti * kTileRows];
+    for (int64_t r = lo; r < hi; ++r) {
+      y[j * n_rows + r] = accb[j * kTileRows + TileSlot<T>(r - ti * kTileRows)];
+    }
   }
 }
 
-// GEMV: rows [lo, hi) of tile ti for n_tok (< kTiledGemmMinTokens<T>) tokens.
+// GEMV: rows [r_begin, r_end) of the nt (<= kMaxGemvTiles) tiles from ti for n_tok
+// (< kTiledGemmMinTokens<T>) tokens; FP8 takes the tokens' |x| ranges (`ranges`) for the fold.
 template <typename T>
-HWY_INLINE void TiledGemvTile(const TiledView<T>& m, int64_t ti, const float* HWY_RESTRICT x,
-                              int64_t n_tok, float* HWY_RESTRICT y, int64_t lo, int64_t hi) {
-  HWY_ALIGN float accb[kTiledGemmMinTokens<T> * kTileRows];
+HWY_INLINE void TiledGemvTiles(const TiledView<T>& m, int64_t ti, int nt,
+                               const float* HWY_RESTRICT x, int64_t n_tok, const AbsRange* ranges,
+                               float* HWY_RESTRICT y, int64_t r_begin, int64_t r_end) {
+  constexpr int64_t kAccStride = kTiledGemmMinTokens<T> * kTileRows;
+  HWY_ALIGN float accb[kMaxGemvTiles * kAccStride];
   const T* wt = m.tile(ti);
+  const int64_t tile_stride = kTileRows * m.n_cols;
   for (int64_t c0 = 0; c0 < m.n_cols; c0 += kTiledCols) {
     const int64_t c1 = std::min(m.n_cols, c0 + kTiledCols);
-    const float f = m.x_factor(ti, c0);
+    float f[kMaxGemvTiles];
+    for (int t = 0; t < nt; ++t) f[t] = m.x_factor(ti + t, c0);
     // Group p > 0 re-reads the block from L1 and prefetches p blocks further on, so the DRAM
     // stream keeps flowing through every group's pass, not only the first's.
     int64_t prefetch_bytes = kPrefetchBytes;
@@ -543,13 +690,34 @@ HWY_INLINE void TiledGemvTile(const TiledView<T>& m, int64_t ti, const float* HW
       g = NextGroup(n_tok - j0);
       const float* xr[kTiledGemmMinTokens<T>];
       for (int j = 0; j < g; ++j) xr[j] = x + (j0 + j) * m.n_cols;
-      WithGroup<GemvBlockFn<T>::template F>(static_cast<int>(g), wt, c0, c1,
-                                            static_cast<const float* const*>(xr), f, c0 == 0,
-                                            prefetch_bytes, accb + j0 * kTileRows);
+      const auto* xrc = static_cast<const float* const*>(xr);
+      bool folded = false;
+      if constexpr (std::is_same_v<T, uint8_t>) {
+        float ff[kMaxGemvTiles];
+        folded = true;
+        for (int t = 0; t < nt; ++t) {
+          folded = folded && Fp8FoldsExactly(f[t], ranges + j0, g);
+          ff[t] = f[t] * 0x1p112f;
+        }
+        if (folded) {
+          WithGroup<GemvBlockFn<T, true>::template F>(
+              static_cast<int>(g), nt, wt, tile_stride, c0, c1, xrc, static_cast<const float*>(ff),
+              c0 == 0, prefetch_bytes, accb + j0 * kTileRows, kAccStride);
+        }
+      }
+      if (!folded) {
+        WithGroup<GemvBlockFn<T, false>::template F>(
+            static_cast<int>(g), nt, wt, tile_stride, c0, c1, xrc, static_cast<const float*>(f),
+            c0 == 0, prefetch_bytes, accb + j0 * kTileRows, kAccStride);
+      }
       prefetch_bytes += kTiledCols * kTileRows * static_cast<int64_t>(sizeof(T));
     }
   }
-  StoreTileRows(accb, n_tok, ti, lo, hi, m.n_rows, y);
+  for (int t = 0; t < nt; ++t) {
+    const int64_t lo = std::max(r_begin, (ti + t) * kTileRows);
+    const int64_t hi = std::min(r_end, (ti + t + 1) * kTileRows);
+    StoreTileRows<T>(accb + t * kAccStride, n_tok, ti + t, lo, hi, m.n_rows, y);
+  }
 }
 
 // GEMM: rows [lo, hi) of tile ti for n_tok tokens, in token blocks of kTiledTokBlock.
@@ -572,9 +740,9 @@ HWY_INLINE void TiledGemmTile(const TiledView<T>& m, int64_t ti, const float* HW
       const auto* next = reinterpret_cast<const uint8_t*>(wt + (c0 + kTiledCols) * kTileRows);
       for (int64_t c = 0; c < nc; ++c) {
         hwy::Prefetch(next + c * kTileRows * static_cast<int64_t>(sizeof(T)));
-        for (int v = 0; v < kTiledVecs; ++v)
-          hn::Store(TiledWeights(df, wt + (c0 + c) * kTileRows + v * N), df,
-                    wd + c * kTileRows + v * N);
+        hn::Vec<decltype(df)> w[kTiledVecs];
+        TiledColumn(df, wt + (c0 + c) * kTileRows, w);
+        for (int v = 0; v < kTiledVecs; ++v) hn::Store(w[v], df, wd + c * kTileRows + v * N);
       }
       const float f = m.x_factor(ti, c0);
       for (int64_t j = 0; j < nt; ++j) {
@@ -589,7 +757,7 @@ HWY_INLINE void TiledGemmTile(const TiledView<T>& m, int64_t ti, const float* HW
                                accb + j0 * kTileRows);
       }
     }
-    StoreTileRows(accb, nt, ti, lo, hi, m.n_rows, y + t0 * m.n_rows);
+    StoreTileRows<T>(accb, nt, ti, lo, hi, m.n_rows, y + t0 * m.n_rows);
   }
 }
 
@@ -598,14 +766,26 @@ HWY_INLINE void TiledGemmTile(const TiledView<T>& m, int64_t ti, const float* HW
 template <typename T>
 void TiledRows(const TiledView<T>& m, const float* HWY_RESTRICT x, int64_t n_tok,
                float* HWY_RESTRICT y, int64_t r_begin, int64_t r_end) {
-  for (int64_t ti = r_begin / kTileRows; ti * kTileRows < r_end; ++ti) {
+  AbsRange ranges[kTiledGemmMinTokens<T>];
+  if constexpr (std::is_same_v<T, uint8_t>) {
+    if (n_tok < kTiledGemmMinTokens<T>) {
+      for (int64_t j = 0; j < n_tok; ++j) ranges[j] = AbsRangeOf(x + j * m.n_cols, m.n_cols);
+    }
+  }
+  const int64_t ti_end = (r_end + kTileRows - 1) / kTileRows;
+  if (n_tok < kTiledGemmMinTokens<T>) {
+    const int nt_max = GemvTiles(NextGroup(n_tok));
+    for (int64_t ti = r_begin / kTileRows; ti < ti_end;) {
+      const int nt = static_cast<int>(std::min<int64_t>(nt_max, ti_end - ti));
+      TiledGemvTiles(m, ti, nt, x, n_tok, static_cast<const AbsRange*>(ranges), y, r_begin, r_end);
+      ti += nt;
+    }
+    return;
+  }
+  for (int64_t ti = r_begin / kTileRows; ti < ti_end; ++ti) {
     const int64_t lo = std::max(r_begin, ti * kTileRows);
     const int64_t hi = std::min(r_end, (ti + 1) * kTileRows);
-    if (n_tok < kTiledGemmMinTokens<T>) {
-      TiledGemvTile(m, ti, x, n_tok, y, lo, hi);
-    } else {
-      TiledGemmTile(m, ti, x, n_tok, y, lo, hi);
-    }
+    TiledGemmTile(m, ti, x, n_tok, y, lo, hi);
   }
 }
 

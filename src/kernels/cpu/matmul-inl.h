@@ -398,11 +398,12 @@ inline constexpr int kTiledGroup = kTiledVecs >= 12 ? 1 : 12 / kTiledVecs;  // t
 // FP8 tile columns are decoded a whole column (kTileRows codes) at a time where a vector of
 // 4 * Lanes bytes fits in a column (SSE4, AVX2): each such load is split into its four bytes per
 // 32-bit lane by 16- and 32-bit shifts and a mask, as DecodeE4m3Shifted places them (the value
-// times 2^-120, exact), with no shuffle and one load per four vectors. (Single thread, 256 x 1024
-// FP8 in L2, best of 300, Zen 3: 9.5 us vs 11.3 us for a sign-extending load per vector.) The
-// price is the lane order: vector v = 4q + k holds, in lane i, row q * 4 * Lanes + 4 i + k (byte k
-// of 32-bit lane i of load q); Fp8Slot maps rows to those accumulator slots. Wider vectors (AVX3:
-// 64 bytes would span two columns) and HWY_SCALAR decode one vector per load in row order.
+// times 2^-120, exact), with no shuffle and one load per four vectors (single thread, 256 x 1024
+// FP8 in L2, best of 300, AVX2 code on Zen 5: 9.5 us vs 11.3 us for a sign-extending load per
+// vector). The price is the lane order: vector v = 4q + k holds, in lane i, row q * 4 * Lanes +
+// 4i + k (byte k of 32-bit lane i of load q); TileSlot maps rows to those accumulator slots.
+// Wider vectors (AVX3: 64 bytes would span two columns) and HWY_SCALAR decode one vector per load
+// in row order.
 inline constexpr bool kFp8ByteLanes = kTiledLanes >= 4 && 4 * kTiledLanes <= kTileRows;
 
 // Accumulator slot (v * Lanes + i) of row r of a tile, per the lane order of the weight type.

@@ -90,6 +90,11 @@ void BM_Gemv_FP8_Tiled(benchmark::State& bs) {
 void BM_Gemv_BF16_Tiled(benchmark::State& bs) {
   run(bs, DType::kBF16, 16384, 4096, bs.range(0), true);
 }
+// ds-mini's lm_head (129280 x 1024 BF16, 265 MB) at decode batches 1 and 16: a short row (1024
+// columns: 8 column blocks per tile) streamed from DRAM.
+void BM_LmHead_BF16_Tiled(benchmark::State& bs) {
+  run(bs, DType::kBF16, 129280, 1024, bs.range(0), true);
+}
 // ds-mini prefill shapes: o_proj-like 1024x1024 and a routed expert's gate (512x1024) at the ~48
 // tokens an expert sees in a 512-token prefill (6 of 64 experts per token). The 1024x1024 matrix
 // (1 MiB, cache resident) at 4 and 16 tokens is the batched-decode kernel's compute rate; the
@@ -103,6 +108,7 @@ BENCHMARK(BM_Gemv_FP8)->Arg(1)->Arg(2)->Arg(4)->Arg(8)->Arg(16)->UseRealTime();
 BENCHMARK(BM_Gemv_BF16)->Arg(1)->Arg(4)->UseRealTime();
 BENCHMARK(BM_Gemv_FP8_Tiled)->Arg(1)->Arg(2)->Arg(4)->Arg(8)->Arg(16)->UseRealTime();
 BENCHMARK(BM_Gemv_BF16_Tiled)->Arg(1)->Arg(4)->Arg(16)->UseRealTime();
+BENCHMARK(BM_LmHead_BF16_Tiled)->Arg(1)->Arg(16)->UseRealTime();
 void BM_Gemm_FP8_1024_Tiled(benchmark::State& bs) {
   run(bs, DType::kF8E4M3, 1024, 1024, bs.range(0), true);
 }

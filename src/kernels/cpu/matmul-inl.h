@@ -592,16 +592,19 @@ HWY_INLINE bool Fp8FoldsExactly(float f, const AbsRange* ranges, int64_t n) {
 }
 
 // The block sums of decoded panel wd [nc][32] x xs rows (xs[j * kTiledCols + c], already
-// scaled), stored to / added into accb.
+// scaled), stored to / added into accb. Column c's step also prefetches prefetch + c *
+// prefetch_stride (null: none).
 template <int kG>
 HWY_INLINE void TiledGemmMicro(const float* HWY_RESTRICT wd, int64_t nc,
-                               const float* HWY_RESTRICT xs, bool first, float* HWY_RESTRICT accb) {
+                               const float* HWY_RESTRICT xs, bool first, float* HWY_RESTRICT accb,
+                               const uint8_t* prefetch, int64_t prefetch_stride) {
   const hn::ScalableTag<float> df;
   using V = hn::Vec<decltype(df)>;
   constexpr int64_t N = kTiledLanes;
   V acc[kTiledVecs][kG];
   ZeroAcc<kG>(df, acc);
   for (int64_t c = 0; c < nc; ++c) {
+    if (prefetch != nullptr) hwy::Prefetch(prefetch + c * prefetch_stride);
     const float* HWY_RESTRICT wc = wd + c * kTileRows;
     V xv[kG];
     for (int j = 0; j < kG; ++j) xv[j] = hn::Set(df, xs[j * kTiledCols + c]);
@@ -653,8 +656,9 @@ struct GemvBlockFn {
 
 template <int kG>
 struct GemmMicroFn {
-  static void run(const float* wd, int64_t nc, const float* xs, bool first, float* accb) {
-    TiledGemmMicro<kG>(wd, nc, xs, first, accb);
+  static void run(const float* wd, int64_t nc, const float* xs, bool first, float* accb,
+                  const uint8_t* prefetch, int64_t prefetch_stride) {
+    TiledGemmMicro<kG>(wd, nc, xs, first, accb, prefetch, prefetch_stride);
   }
 };
 
@@ -735,12 +739,15 @@ HWY_INLINE void TiledGemmTile(const TiledView<T>& m, int64_t ti, const float* HW
     const int64_t nt = std::min(kTiledTokBlock, n_tok - t0);
     for (int64_t c0 = 0; c0 < m.n_cols; c0 += kTiledCols) {
       const int64_t nc = std::min(kTiledCols, m.n_cols - c0);
-      // The next block (the next tile's first at the end) is requested now, so its lines
-      // arrive while this block's micro-kernels run: the decode alone is too short to hide
-      // DRAM latency behind the hardware prefetcher, which restarts at every 4 KiB page.
+      // The next block (the next tile's first at the end) is requested by the first token
+      // group's micro-kernel, a column per step, so its lines arrive while this block's
+      // micro-kernels run: the decode alone is too short to hide DRAM latency behind the
+      // hardware prefetcher, which restarts at every 4 KiB page, and a burst of 128 prefetches
+      // during the decode stalled on the outstanding-miss limit (matmul_bench 16 tokens, 4
+      // alternating rounds: BM_Gemv_BF16_Tiled 185-227 -> 210-266 GFLOP/s, FP8 236-277 ->
+      // 250-309).
       const auto* next = reinterpret_cast<const uint8_t*>(wt + (c0 + kTiledCols) * kTileRows);
       for (int64_t c = 0; c < nc; ++c) {
-        hwy::Prefetch(next + c * kTileRows * static_cast<int64_t>(sizeof(T)));
         hn::Vec<decltype(df)> w[kTiledVecs];
         TiledColumn(df, wt + (c0 + c) * kTileRows, w);
         for (int v = 0; v < kTiledVecs; ++v) hn::Store(w[v], df, wd + c * kTileRows + v * N);
@@ -755,7 +762,8 @@ HWY_INLINE void TiledGemmTile(const TiledView<T>& m, int64_t ti, const float* HW
         g = NextGroup(nt - j0);
         WithGroup<GemmMicroFn>(static_cast<int>(g), static_cast<const float*>(wd), nc,
                                static_cast<const float*>(xs + j0 * kTiledCols), c0 == 0,
-                               accb + j0 * kTileRows);
+                               accb + j0 * kTileRows, j0 == 0 ? next : nullptr,
+                               kTileRows * static_cast<int64_t>(sizeof(T)));
       }
     }
     StoreTileRows<T>(accb, nt, ti, lo, hi, m.n_rows, y + t0 * m.n_rows);

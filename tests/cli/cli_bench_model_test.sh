@@ -54,13 +54,16 @@ check_json() {  # check_json FILE EXPECTED_BYTES CONTEXTS
 import json, sys
 o = json.load(open(sys.argv[1]))
 keys = ["prefill_16_tok_s", "prefill_32_tok_s", "decode_bs1_tok_s", "decode_bs2_tok_s",
-        "roofline_bs1_tok_s", "read_gbps_before", "read_gbps_after", "decode_bs1_roofline_pct"]
+        "roofline_bs1_tok_s", "read_gbps_before", "read_gbps_after", "read_gbps_bs1_before",
+        "read_gbps_bs1_after", "decode_bs1_roofline_pct"]
 keys += ["decode_ctx_%s_tpot_ms" % c for c in sys.argv[3].split(",")]
 for k in keys:
     assert k in o and o[k] > 0, (k, o.get(k))
 assert o["active_weight_bytes_per_token"] == int(sys.argv[2]), (o["active_weight_bytes_per_token"], sys.argv[2])
 assert sum(o["active_weight_bytes"].values()) == o["active_weight_bytes_per_token"]
 assert abs(o["roofline_bs1_tok_s"] - o["read_gbps"] * 1e9 / o["active_weight_bytes_per_token"]) < 1e-6 * o["roofline_bs1_tok_s"]
+assert o["read_gbps"] == max(o[k] for k in ["read_gbps_before", "read_gbps_after",
+                                            "read_gbps_bs1_before", "read_gbps_bs1_after"])
 first = sys.argv[3].split(",")[0]
 assert o["decode_ctx_%s_tpot_ratio" % first] == 1.0
 PY

@@ -362,8 +362,9 @@ void MatmulRowsT(const View& m, const float* HWY_RESTRICT x, int64_t n_tok, floa
 //   GEMV (< kTiledGemmMinTokens<T> tokens): the tile's weights decoded in registers, column by
 //     column, for groups of up to kTiledGroup tokens (kTiledGroup * kTileRows / Lanes <= 12
 //     accumulators; NextGroup), per column block so later groups re-read the block from L1; the
-//     tile stream is prefetched kPrefetchBytes ahead (by group p's pass: p blocks further). FP8
-//     folds the decode's 2^112 into xs where that is exact (Fp8FoldsExactly; same products).
+//     tile stream is prefetched kPrefetchBytes ahead (by group p's pass: p blocks further); up
+//     to 4 tiles run side by side for enough FMA chains (GemvTiles). FP8 folds the decode's
+//     2^112 into xs where that is exact (Fp8FoldsExactly; same products).
 // Lanes need not hold consecutive rows: FP8 decodes whole columns in TileSlot order and the
 // tile's sums are put back in row order when stored (StoreTileRows).
 //   GEMM: per block of kTiledTokBlock tokens and kTiledCols columns, the tile's weights decoded
@@ -579,8 +580,8 @@ HWY_INLINE AbsRange AbsRangeOf(const float* HWY_RESTRICT x, int64_t n) {
 
 // Whether folding 2^112 into f is exact for these tokens: x * f stays inside the normal range
 // (below 2^15 and zero or above 2^-125, margins for the rounding of the check itself), so
-// scaling by 2^112 commutes with the rounding; f * 2^112 is finite. NaN fails every comparison
-// (the unfolded path then propagates it).
+// scaling by 2^112 commutes with the rounding; f * 2^112 is finite. (A NaN in x gives the same
+// NaN on either path.)
 HWY_INLINE bool Fp8FoldsExactly(float f, const AbsRange* ranges, int64_t n) {
   if (!(f < 0x1p16f)) return false;
   for (int64_t j = 0; j < n; ++j) {

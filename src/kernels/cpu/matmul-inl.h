@@ -519,7 +519,7 @@ inline constexpr int kMaxGemvTiles = GemvTiles(1);
 // 2^-8) and the caller's f carries the 2^112 instead, one multiply per weight vector fewer. Where
 // Fp8FoldsExactly holds, fl(x * f * 2^112) = fl(x * f) * 2^112, so every product, hence every
 // chain, is bit for bit the unfolded one.
-template <int kG, int kNT, bool kFolded, typename T>
+template <int kG, int kNT, bool kFolded, bool kSameF, typename T>
 HWY_INLINE void TiledGemvBlock(const T* HWY_RESTRICT wt, int64_t tile_stride, int64_t c0,
                                int64_t c1, const float* const* xr, const float* f, bool first,
                                int64_t prefetch_bytes, float* HWY_RESTRICT accb,
@@ -531,11 +531,13 @@ HWY_INLINE void TiledGemvBlock(const T* HWY_RESTRICT wt, int64_t tile_stride, in
   V acc[kNT][kTiledVecs][kG];
   for (int t = 0; t < kNT; ++t) ZeroAcc<kG>(df, acc[t]);
   for (int64_t c = c0; c < c1; ++c) {
+    V xv[kG];
     for (int t = 0; t < kNT; ++t) {
       const T* HWY_RESTRICT wc = wt + t * tile_stride + c * kTileRows;
       hwy::Prefetch(reinterpret_cast<const uint8_t*>(wc) + prefetch_bytes);
-      V xv[kG];
-      for (int j = 0; j < kG; ++j) xv[j] = hn::Set(df, xr[j][c] * f[t]);
+      if (t == 0 || !kSameF) {
+        for (int j = 0; j < kG; ++j) xv[j] = hn::Set(df, xr[j][c] * f[t]);
+      }
       if constexpr (std::is_same_v<T, uint8_t>) {
         V w[kTiledVecs];
         if constexpr (kFolded) {
@@ -624,7 +626,7 @@ HWY_INLINE void WithGroup(int g, Args&&... args) {
     HWY_ASSERT(false);
   }
 }
-template <typename T, bool kFolded>
+template <typename T, bool kFolded, bool kSameF>
 struct GemvBlockFn {
   template <int kG>
   struct F {  // nt tiles: GemvTiles(kG) at a time, then 2, then one by one
@@ -635,21 +637,22 @@ struct GemvBlockFn {
       int t = 0;
       if constexpr (kNT > 1) {
         for (; t + kNT <= nt; t += kNT) {
-          TiledGemvBlock<kG, kNT, kFolded>(wt + t * tile_stride, tile_stride, c0, c1, xr, f + t,
-                                           first, prefetch_bytes, accb + t * accb_stride,
-                                           accb_stride);
+          TiledGemvBlock<kG, kNT, kFolded, kSameF>(wt + t * tile_stride, tile_stride, c0, c1, xr,
+                                                   f + t, first, prefetch_bytes,
+                                                   accb + t * accb_stride, accb_stride);
         }
       }
       if constexpr (kNT > 2) {
         for (; t + 2 <= nt; t += 2) {
-          TiledGemvBlock<kG, 2, kFolded>(wt + t * tile_stride, tile_stride, c0, c1, xr, f + t,
-                                         first, prefetch_bytes, accb + t * accb_stride,
-                                         accb_stride);
+          TiledGemvBlock<kG, 2, kFolded, kSameF>(wt + t * tile_stride, tile_stride, c0, c1, xr,
+                                                 f + t, first, prefetch_bytes,
+                                                 accb + t * accb_stride, accb_stride);
         }
       }
       for (; t < nt; ++t) {
-        TiledGemvBlock<kG, 1, kFolded>(wt + t * tile_stride, tile_stride, c0, c1, xr, f + t, first,
-                                       prefetch_bytes, accb + t * accb_stride, accb_stride);
+        TiledGemvBlock<kG, 1, kFolded, true>(wt + t * tile_stride, tile_stride, c0, c1, xr, f + t,
+                                             first, prefetch_bytes, accb + t * accb_stride,
+                                             accb_stride);
       }
     }
   };
@@ -688,7 +691,11 @@ HWY_INLINE void TiledGemvTiles(const TiledView<T>& m, int64_t ti, int nt,
   for (int64_t c0 = 0; c0 < m.n_cols; c0 += kTiledCols) {
     const int64_t c1 = std::min(m.n_cols, c0 + kTiledCols);
     float f[kMaxGemvTiles];
-    for (int t = 0; t < nt; ++t) f[t] = m.x_factor(ti + t, c0);
+    bool same_f = true;  // the tiles share one x factor (one 128-row scale block, or no scales)
+    for (int t = 0; t < nt; ++t) {
+      f[t] = m.x_factor(ti + t, c0);
+      same_f = same_f && f[t] == f[0];
+    }
     // Group p > 0 re-reads the block from L1 and prefetches p blocks further on, so the DRAM
     // stream keeps flowing through every group's pass, not only the first's.
     int64_t prefetch_bytes = kPrefetchBytes;
@@ -706,15 +713,29 @@ HWY_INLINE void TiledGemvTiles(const TiledView<T>& m, int64_t ti, int nt,
           ff[t] = f[t] * 0x1p112f;
         }
         if (folded) {
-          WithGroup<GemvBlockFn<T, true>::template F>(
-              static_cast<int>(g), nt, wt, tile_stride, c0, c1, xrc, static_cast<const float*>(ff),
-              c0 == 0, prefetch_bytes, accb + j0 * kTileRows, kAccStride);
+          if (same_f) {
+            WithGroup<GemvBlockFn<T, true, true>::template F>(
+                static_cast<int>(g), nt, wt, tile_stride, c0, c1, xrc,
+                static_cast<const float*>(ff), c0 == 0, prefetch_bytes, accb + j0 * kTileRows,
+                kAccStride);
+          } else {
+            WithGroup<GemvBlockFn<T, true, false>::template F>(
+                static_cast<int>(g), nt, wt, tile_stride, c0, c1, xrc,
+                static_cast<const float*>(ff), c0 == 0, prefetch_bytes, accb + j0 * kTileRows,
+                kAccStride);
+          }
         }
       }
       if (!folded) {
-        WithGroup<GemvBlockFn<T, false>::template F>(
-            static_cast<int>(g), nt, wt, tile_stride, c0, c1, xrc, static_cast<const float*>(f),
-            c0 == 0, prefetch_bytes, accb + j0 * kTileRows, kAccStride);
+        if (same_f) {
+          WithGroup<GemvBlockFn<T, false, true>::template F>(
+              static_cast<int>(g), nt, wt, tile_stride, c0, c1, xrc, static_cast<const float*>(f),
+              c0 == 0, prefetch_bytes, accb + j0 * kTileRows, kAccStride);
+        } else {
+          WithGroup<GemvBlockFn<T, false, false>::template F>(
+              static_cast<int>(g), nt, wt, tile_stride, c0, c1, xrc, static_cast<const float*>(f),
+              c0 == 0, prefetch_bytes, accb + j0 * kTileRows, kAccStride);
+        }
       }
       prefetch_bytes += kTiledCols * kTileRows * static_cast<int64_t>(sizeof(T));
     }

@@ -666,6 +666,14 @@ struct GemmMicroFn {
   }
 };
 
+// GemvBlockFn for a group of g tokens, with x broadcast once per column where the tiles share
+// one x factor (same_f).
+template <typename T, bool kFolded, class... Args>
+HWY_INLINE void RunGemvGroup(bool same_f, int g, Args&&... args) {
+  if (same_f) return WithGroup<GemvBlockFn<T, kFolded, true>::template F>(g, args...);
+  WithGroup<GemvBlockFn<T, kFolded, false>::template F>(g, args...);
+}
+
 // y[t, r] for the rows [lo, hi) of tile `ti` (accb rows: token j's 32 sums at accb + j * 32, in
 // TileSlot<T> order).
 template <typename T>
@@ -713,29 +721,15 @@ HWY_INLINE void TiledGemvTiles(const TiledView<T>& m, int64_t ti, int nt,
           ff[t] = f[t] * 0x1p112f;
         }
         if (folded) {
-          if (same_f) {
-            WithGroup<GemvBlockFn<T, true, true>::template F>(
-                static_cast<int>(g), nt, wt, tile_stride, c0, c1, xrc,
-                static_cast<const float*>(ff), c0 == 0, prefetch_bytes, accb + j0 * kTileRows,
-                kAccStride);
-          } else {
-            WithGroup<GemvBlockFn<T, true, false>::template F>(
-                static_cast<int>(g), nt, wt, tile_stride, c0, c1, xrc,
-                static_cast<const float*>(ff), c0 == 0, prefetch_bytes, accb + j0 * kTileRows,
-                kAccStride);
-          }
+          RunGemvGroup<T, true>(same_f, static_cast<int>(g), nt, wt, tile_stride, c0, c1, xrc,
+                                static_cast<const float*>(ff), c0 == 0, prefetch_bytes,
+                                accb + j0 * kTileRows, kAccStride);
         }
       }
       if (!folded) {
-        if (same_f) {
-          WithGroup<GemvBlockFn<T, false, true>::template F>(
-              static_cast<int>(g), nt, wt, tile_stride, c0, c1, xrc, static_cast<const float*>(f),
-              c0 == 0, prefetch_bytes, accb + j0 * kTileRows, kAccStride);
-        } else {
-          WithGroup<GemvBlockFn<T, false, false>::template F>(
-              static_cast<int>(g), nt, wt, tile_stride, c0, c1, xrc, static_cast<const float*>(f),
-              c0 == 0, prefetch_bytes, accb + j0 * kTileRows, kAccStride);
-        }
+        RunGemvGroup<T, false>(same_f, static_cast<int>(g), nt, wt, tile_stride, c0, c1, xrc,
+                               static_cast<const float*>(f), c0 == 0, prefetch_bytes,
+                               accb + j0 * kTileRows, kAccStride);
       }
       prefetch_bytes += kTiledCols * kTileRows * static_cast<int64_t>(sizeof(T));
     }

@@ -67,9 +67,9 @@ inline float ScalarWeight(const hwy::float16_t* p, int64_t i) {
 inline float ScalarWeight(const float* p, int64_t i) { return p[i]; }
 inline float ScalarWeight(const int8_t* p, int64_t i) { return static_cast<float>(p[i]); }
 
-// The factor LoadWeights expects on top of the block scale (2^8 for the FP8 -> F16 decode).
+// The factor LoadWeights expects on top of the block scale (2^120 for DecodeE4m3Shifted).
 template <typename T>
-constexpr float kDecodeScale = std::is_same_v<T, uint8_t> ? 1.329227995784916e36f : 1.0f;  // 2^120
+constexpr float kDecodeScale = std::is_same_v<T, uint8_t> ? 0x1p120f : 1.0f;
 
 // One row-major weight matrix as the row kernels see it. `block` is the column (and row) block
 // sharing one scale: 128 for FP8, n_cols (one block, no scale) otherwise.
@@ -448,10 +448,13 @@ HWY_INLINE void DecodeFp8Column(DF df, const uint8_t* HWY_RESTRICT p,
 
 // A tile column as wd above (FP8: value times 2^-8, DecodeFp8Column times 2^112, exact; e4m3
 // subnormals take the slower denormal multiply), vectors in TileSlot<T> order.
+// The factor between DecodeFp8Column's scaling (2^-120) and the tiled wd (2^-8): TiledColumn
+// multiplies the weights by it, the folded GEMV multiplies x's factor instead.
+inline constexpr float kTiledFp8Fold = 0x1p112f;
 template <class DF>
 HWY_INLINE void TiledColumn(DF df, const uint8_t* HWY_RESTRICT p, hn::Vec<DF> (&w)[kTiledVecs]) {
   DecodeFp8Column(df, p, w);
-  for (int v = 0; v < kTiledVecs; ++v) w[v] = hn::Mul(w[v], hn::Set(df, 0x1p112f));
+  for (int v = 0; v < kTiledVecs; ++v) w[v] = hn::Mul(w[v], hn::Set(df, kTiledFp8Fold));
 }
 template <class DF, typename T>
 HWY_INLINE void TiledColumn(DF df, const T* HWY_RESTRICT p, hn::Vec<DF> (&w)[kTiledVecs]) {
@@ -718,7 +721,7 @@ HWY_INLINE void TiledGemvTiles(const TiledView<T>& m, int64_t ti, int nt,
         folded = true;
         for (int t = 0; t < nt; ++t) {
           folded = folded && Fp8FoldsExactly(f[t], ranges + j0, g);
-          ff[t] = f[t] * 0x1p112f;
+          ff[t] = f[t] * kTiledFp8Fold;
         }
         if (folded) {
           RunGemvGroup<T, true>(same_f, static_cast<int>(g), nt, wt, tile_stride, c0, c1, xrc,

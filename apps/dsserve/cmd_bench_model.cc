@@ -49,6 +49,7 @@ struct BenchModelArgs {
   std::string weight_dtype;
   std::string weight_layout = "tiled";
   std::string lm_head_dtype;
+  std::string matmul_dtype;
   int64_t bandwidth_mib = 1024;
   uint64_t seed = 1234;
   bool json = false;
@@ -205,8 +206,8 @@ int run_bench_model(const BenchModelArgs& a) {
     std::fprintf(stderr, "dsserve bench-model: %s\n", s.message().c_str());
     return 2;
   }
-  auto loaded = Model::load(
-      LoadOptions{a.model, a.n_threads, a.weight_dtype, "none", a.weight_layout, a.lm_head_dtype});
+  auto loaded = Model::load(LoadOptions{a.model, a.n_threads, a.weight_dtype, "none",
+                                        a.weight_layout, a.lm_head_dtype, a.matmul_dtype});
   if (!loaded) {
     std::fprintf(stderr, "dsserve bench-model: %s\n", loaded.message().c_str());
     return 1;
@@ -224,6 +225,7 @@ int run_bench_model(const BenchModelArgs& a) {
   j["weight_dtype"] = a.weight_dtype.empty() ? "stored" : a.weight_dtype;
   j["weight_layout"] = a.weight_layout;
   j["lm_head_dtype"] = a.lm_head_dtype.empty() ? "stored" : a.lm_head_dtype;
+  j["matmul_dtype"] = m.matmul_bf16() ? "bf16" : "f32";
   j["kv_cache_dtype"] = kv_dtype_name(kv_dtype(m, a));
   j["decode_tokens"] = a.decode_tokens;
   j["decode_token_ids"] = "fixed random";
@@ -287,11 +289,11 @@ int run_bench_model(const BenchModelArgs& a) {
     return 0;
   }
   std::printf(
-      "model %s (%s), %d threads, weights %s (%s layout), KV cache %s, %d repetitions + "
-      "warm-up\n",
+      "model %s (%s), %d threads, weights %s (%s layout), matmul %s, KV cache %s, %d "
+      "repetitions + warm-up\n",
       a.model.c_str(), model_arch_name(c.arch).c_str(), n_threads,
       a.weight_dtype.empty() ? "as stored" : a.weight_dtype.c_str(), a.weight_layout.c_str(),
-      kv_dtype_name(kv_dtype(m, a)), a.repetitions);
+      m.matmul_bf16() ? "bf16" : "f32", kv_dtype_name(kv_dtype(m, a)), a.repetitions);
   std::printf("read bandwidth: %.1f GB/s before, %.1f GB/s after the runs", bw_before, bw_after);
   if (bs1_tok_s > 0) {
     std::printf(" (%.1f / %.1f right before / after batch 1)", bw_bs1_before, bw_bs1_after);
@@ -367,7 +369,7 @@ void register_bench_model_command(CLI::App& app) {
                   "KV-cache storage: auto (fp8 for V3.2, bf16 for V3) | bf16 | f32 | fp8")
       ->check(CLI::IsMember({"auto", "bf16", "f32", "fp8"}))
       ->capture_default_str();
-  add_weight_flags(cmd, a->weight_dtype, a->weight_layout, a->lm_head_dtype);
+  add_weight_flags(cmd, a->weight_dtype, a->weight_layout, a->lm_head_dtype, a->matmul_dtype);
   cmd->add_option("--bandwidth-mib", a->bandwidth_mib, "Buffer of the read-bandwidth measurement")
       ->capture_default_str();
   cmd->add_option("--seed", a->seed, "Seed of the random token ids")->capture_default_str();

@@ -52,6 +52,7 @@ struct LogitsArgs {
   std::string weight_dtype;
   std::string weight_layout = "tiled";
   std::string lm_head_dtype;
+  std::string matmul_dtype;
   std::string act_quant = "none";
   int32_t n_threads = 0;
 };
@@ -64,7 +65,7 @@ int run_logits(const LogitsArgs& a) {
   }
   const double t0 = now_seconds();
   auto model = Model::load(LoadOptions{a.model, a.n_threads, a.weight_dtype, a.act_quant,
-                                       a.weight_layout, a.lm_head_dtype});
+                                       a.weight_layout, a.lm_head_dtype, a.matmul_dtype});
   if (!model) {
     std::fprintf(stderr, "dsserve logits: %s\n", model.message().c_str());
     return 1;
@@ -136,7 +137,7 @@ void add_logits(CLI::App& app) {
                   "MLA form: auto (naive prefill, absorbed decode) | naive | absorbed")
       ->check(CLI::IsMember({"auto", "naive", "absorbed"}));
   cmd->add_option("--chunk", a->chunk, "Prefill chunk size in tokens")->check(CLI::PositiveNumber);
-  add_weight_flags(cmd, a->weight_dtype, a->weight_layout, a->lm_head_dtype);
+  add_weight_flags(cmd, a->weight_dtype, a->weight_layout, a->lm_head_dtype, a->matmul_dtype);
   cmd->add_option("--act-quant", a->act_quant, "none | fp8 (W8A8 for FP8 weights)")
       ->check(CLI::IsMember({"none", "fp8"}));
   cmd->add_option("--threads", a->n_threads, "Compute threads (0: all hardware threads)")

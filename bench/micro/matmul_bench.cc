@@ -13,6 +13,7 @@
 
 #include "base/rng.h"
 #include "base/thread_pool.h"
+#include "kernels/cpu/cpu_features.h"
 #include "kernels/cpu/matmul.h"
 #include "tensor/dtype.h"
 #include "tensor/tiled_layout.h"
@@ -27,7 +28,7 @@ struct Weights {
   OwnedMatrix tiled;  // tile_matrix(m) when the benchmark reads the tiled layout
 };
 
-Weights make(DType dt, int64_t rows, int64_t cols, bool tiled = false) {
+Weights make(DType dt, int64_t rows, int64_t cols, bool tiled = false, bool bf16_dot = false) {
   Rng rng(3);
   Weights w;
   w.data.resize(static_cast<size_t>(rows * cols) * dtype_size(dt));
@@ -49,6 +50,7 @@ Weights make(DType dt, int64_t rows, int64_t cols, bool tiled = false) {
   if (tiled) {
     w.tiled = tile_matrix(w.m);
     w.m = w.tiled.view();
+    if (bf16_dot) w.m.arith = MatmulArith::kBf16Dot;
     w.data.clear();
     w.data.shrink_to_fit();
   }
@@ -61,8 +63,12 @@ ThreadPool& pool() {
 }
 
 void run(benchmark::State& bs, DType dt, int64_t rows, int64_t cols, int64_t n_tok,
-         bool tiled = false) {
-  const Weights w = make(dt, rows, cols, tiled);
+         bool tiled = false, bool bf16_dot = false) {
+  if (bf16_dot && !cpu::cpu_has_bf16_dot()) {
+    bs.SkipWithError("MatmulArith::kBf16Dot needs AVX512-BF16");
+    return;
+  }
+  const Weights w = make(dt, rows, cols, tiled, bf16_dot);
   std::vector<float> x(static_cast<size_t>(n_tok * cols), 0.01f),
       y(static_cast<size_t>(n_tok * rows));
   for (auto _ : bs) {
@@ -124,6 +130,29 @@ BENCHMARK(BM_Gemm_FP8_Expert)->Arg(48)->UseRealTime();
 BENCHMARK(BM_Gemm_FP8_1024_Tiled)->Arg(1)->Arg(4)->Arg(16)->Arg(512)->Arg(2048)->UseRealTime();
 BENCHMARK(BM_Gemm_BF16_1024_Tiled)->Arg(1)->Arg(16)->UseRealTime();
 BENCHMARK(BM_Gemm_FP8_Expert_Tiled)->Arg(48)->UseRealTime();
+
+// The same tiled shapes with MatmulArith::kBf16Dot (x rounded to bf16, vdpbf16ps; CPUs with
+// AVX512-BF16 only): compare each with its _Tiled (float32 FMA) twin above.
+void BM_Gemv_FP8_Bf16Dot(benchmark::State& bs) {
+  run(bs, DType::kF8E4M3, 16384, 4096, bs.range(0), true, true);
+}
+void BM_LmHead_BF16_Bf16Dot(benchmark::State& bs) {
+  run(bs, DType::kBF16, 129280, 1024, bs.range(0), true, true);
+}
+void BM_Gemm_FP8_1024_Bf16Dot(benchmark::State& bs) {
+  run(bs, DType::kF8E4M3, 1024, 1024, bs.range(0), true, true);
+}
+void BM_Gemm_BF16_1024_Bf16Dot(benchmark::State& bs) {
+  run(bs, DType::kBF16, 1024, 1024, bs.range(0), true, true);
+}
+void BM_Gemm_FP8_Expert_Bf16Dot(benchmark::State& bs) {
+  run(bs, DType::kF8E4M3, 512, 1024, bs.range(0), true, true);
+}
+BENCHMARK(BM_Gemv_FP8_Bf16Dot)->Arg(1)->Arg(16)->UseRealTime();
+BENCHMARK(BM_LmHead_BF16_Bf16Dot)->Arg(1)->Arg(16)->UseRealTime();
+BENCHMARK(BM_Gemm_FP8_1024_Bf16Dot)->Arg(1)->Arg(4)->Arg(16)->Arg(512)->Arg(2048)->UseRealTime();
+BENCHMARK(BM_Gemm_BF16_1024_Bf16Dot)->Arg(1)->Arg(16)->UseRealTime();
+BENCHMARK(BM_Gemm_FP8_Expert_Bf16Dot)->Arg(48)->UseRealTime();
 
 }  // namespace
 }  // namespace dss

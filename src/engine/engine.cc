@@ -97,7 +97,7 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& o) {
     return Status::error("--slo-tpot-ms and --slo-ttft-ms must be >= 0");
   DSS_ASSIGN_OR_RETURN(
       impl->model, Model::load(LoadOptions{o.model_dir, o.n_threads, o.weight_dtype, o.act_quant,
-                                           o.weight_layout, o.lm_head_dtype}));
+                                           o.weight_layout, o.lm_head_dtype, o.matmul_dtype}));
   const ModelConfig& c = impl->model->config();
   impl->eos = c.eos_token_id;
   impl->context_length =

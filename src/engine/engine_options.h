@@ -25,6 +25,7 @@ struct EngineOptions {
   std::string weight_dtype;             // --weight-dtype: "" (as stored) | bf16 | fp8 | int8
   std::string weight_layout = "tiled";  // --weight-layout: tiled | mmap (LoadOptions)
   std::string lm_head_dtype;            // --lm-head-dtype: "" (as stored) | bf16 | fp8 | int8
+  std::string matmul_dtype = "f32";     // --matmul-dtype: f32 | bf16 | auto (LoadOptions)
   std::string act_quant = "none";       // --act-quant none | fp8 (W8A8 for FP8 weights)
   double slo_tpot_ms = 0.0;             // --slo-tpot-ms: dynamic batch cap target (0: off)
   double slo_ttft_ms = 0.0;             // --slo-ttft-ms: lets a lowered cap rise (0: off)

@@ -21,6 +21,13 @@ inline constexpr int64_t kFp8BlockSize = 128;  // weight_block_size [128, 128]
 enum class WeightLayout : uint8_t { kRowMajor, kTiled };
 inline constexpr int64_t kTileRows = 32;
 
+// The arithmetic the CPU kernels use for a matrix (kernels/cpu/matmul.h states both exactly).
+//   kF32      x in float32, weights exact, float32 FMAs: DeepSeek's float32 reference arithmetic.
+//   kBf16Dot  tiled FP8 / BF16 only, on CPUs with AVX512-BF16: x (times the FP8 block scale)
+//             rounded to bf16, as DeepSeek's own bf16 inference rounds activations, and multiplied
+//             by vdpbf16ps (32 products per instruction; e4m3 subnormal codes count as zero).
+enum class MatmulArith : uint8_t { kF32, kBf16Dot };
+
 // A 2-D weight [n_rows, n_cols] (`layout`: row-major or tiled, above), in one of
 // F32 | BF16 | F16 | F8E4M3 | I8.
 // For F8E4M3, `scales` is [ceil(n_rows/128), ceil(n_cols/128)] float32 multipliers
@@ -34,6 +41,7 @@ struct Matrix {
   const void* data = nullptr;
   const float* scales = nullptr;                  // F8E4M3 (block grid) and I8 (per row) only
   WeightLayout layout = WeightLayout::kRowMajor;  // scales are always row-major
+  MatmulArith arith = MatmulArith::kF32;
 
   int64_t n_scale_cols() const { return (n_cols + kFp8BlockSize - 1) / kFp8BlockSize; }
   int64_t n_scale_rows() const { return (n_rows + kFp8BlockSize - 1) / kFp8BlockSize; }

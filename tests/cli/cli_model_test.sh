@@ -47,15 +47,38 @@ check "logits are identical with --threads 1 and 3" /usr/bin/python3 -c "
 import json; a=json.load(open('$tmp/t1.json')); b=json.load(open('$tmp/t3.json'))
 assert a['last_logits']==b['last_logits'] and a['argmax']==b['argmax'] and a['greedy']==b['greedy'], 'differ'
 "
-# The tiled weight layout (default) and the zero-copy row-major mapping agree: each has its own
-# summation order (docs/architecture.md), so the logits match to rounding and the tokens exactly.
+# The tiled weight layout (default) and the zero-copy row-major mapping agree in the float32
+# arithmetic (mmap has no other): each has its own summation order (docs/architecture.md), so the
+# logits match to rounding and the tokens exactly.
+"$bin" logits --model "$data/golden/tiny-v3" --ids 1,2,3,4,5,6,7 --decode 8 --matmul-dtype f32 >"$tmp/f32.json" 2>/dev/null
 "$bin" logits --model "$data/golden/tiny-v3" --ids 1,2,3,4,5,6,7 --decode 8 --weight-layout mmap >"$tmp/mmap.json" 2>/dev/null
 check "logits agree with --weight-layout mmap and tiled" /usr/bin/python3 -c "
-import json; a=json.load(open('$tmp/t1.json')); b=json.load(open('$tmp/mmap.json'))
+import json; a=json.load(open('$tmp/f32.json')); b=json.load(open('$tmp/mmap.json'))
 assert a['argmax']==b['argmax'] and a['greedy']==b['greedy'], 'tokens differ'
 d=max(abs(x-y) for x,y in zip(a['last_logits'],b['last_logits']))
 assert d <= 1e-3, d
 "
+# --matmul-dtype bf16 (x rounded to bf16, AVX512-BF16 dot products) where the CPU has it: the
+# same tokens on this prompt, logits within the official bf16 run's deviation from the golden
+# (golden.json tolerance_hint; tests/model/golden_test.cc checks every case); elsewhere a clear
+# error. It needs the tiled layout either way.
+if grep -qw avx512_bf16 /proc/cpuinfo; then
+  "$bin" logits --model "$data/golden/tiny-v3" --ids 1,2,3,4,5,6,7 --decode 8 --matmul-dtype bf16 >"$tmp/bf16.json" 2>/dev/null
+  check "--matmul-dtype bf16 runs" test $? -eq 0
+  check "--matmul-dtype bf16 agrees with f32 within the official bf16 deviation" /usr/bin/python3 -c "
+import json; a=json.load(open('$tmp/f32.json')); b=json.load(open('$tmp/bf16.json'))
+g=json.load(open('$data/golden/tiny-v3/golden.json'))
+assert a['argmax']==b['argmax'] and a['greedy']==b['greedy'], 'tokens differ'
+d=max(abs(x-y) for x,y in zip(a['last_logits'],b['last_logits']))
+assert 0 < d <= g['tolerance_hint'], d
+"
+else
+  "$bin" logits --model "$data/golden/tiny-v3" --ids 1 --matmul-dtype bf16 >"$tmp/e5" 2>&1; rc=$?
+  check "--matmul-dtype bf16 without AVX512-BF16 exits 1" test $rc -eq 1
+  check "--matmul-dtype bf16 without AVX512-BF16 is explained" grep -q "no AVX512-BF16" "$tmp/e5"
+fi
+"$bin" logits --model "$data/golden/tiny-v3" --ids 1 --matmul-dtype bf16 --weight-layout mmap >"$tmp/e6" 2>&1
+check "--matmul-dtype bf16 with mmap is refused" grep -q -- "--matmul-dtype bf16" "$tmp/e6"
 "$bin" logits --model "$data/golden/tiny-v3" --ids 1 --weight-layout rows >"$tmp/e0" 2>&1; rc=$?
 check "bad --weight-layout is rejected and named" grep -q "weight-layout" "$tmp/e0"
 

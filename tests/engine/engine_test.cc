@@ -17,6 +17,7 @@
 #include "base/rng.h"
 #include "engine/event_collector.h"
 #include "io/json.h"
+#include "kernels/cpu/cpu_features.h"
 #include "model/runtime/sequence_runner.h"
 
 namespace dss {
@@ -290,6 +291,36 @@ TEST(Engine, Bf16KvCacheBatchedEqualsAlone) {
     while (static_cast<int32_t>(want.size()) < n) want.push_back(argmax(r.decode(want.back())));
     EXPECT_EQ(col.get(id).tokens, want) << id;
   }
+  expect_pages_accounted(**e);
+}
+
+// --matmul-dtype bf16 (MatmulArith::kBf16Dot; CPUs with AVX512-BF16): its arithmetic is the same
+// for any batch, chunk and thread split too, so batched greedy (chunked prefill of 64, up to 16
+// running) equals each request run alone in one chunk.
+TEST(Engine, Bf16MatmulBatchedEqualsAlone) {
+  if (!cpu::cpu_has_bf16_dot()) GTEST_SKIP() << "no AVX512-BF16";
+  LoadOptions lo{kModel};
+  lo.matmul_dtype = "bf16";
+  auto m = Model::load(lo);
+  ASSERT_TRUE(m.is_ok()) << m.message();
+  EngineOptions o = opts();
+  o.matmul_dtype = "bf16";
+  auto e = Engine::create(o);
+  ASSERT_TRUE(e.is_ok()) << e.message();
+  Rng rng(29);
+  EventCollector col;
+  std::vector<std::tuple<RequestId, std::vector<TokenId>, int32_t>> subs;
+  for (int i = 0; i < 16; ++i) {
+    std::vector<TokenId> prompt(1 + rng.next_u64() % 150);
+    for (auto& t : prompt) t = static_cast<TokenId>(rng.next_u64() % 2048);
+    const int32_t n = 1 + static_cast<int32_t>(rng.next_u64() % 16);
+    auto id = (*e)->submit(greedy(prompt, n), col.sink());
+    ASSERT_TRUE(id.is_ok());
+    subs.emplace_back(*id, prompt, n);
+  }
+  col.wait_done(16);
+  for (const auto& [id, prompt, n] : subs)
+    EXPECT_EQ(col.get(id).tokens, alone(**m, prompt, n)) << id;
   expect_pages_accounted(**e);
 }
 

@@ -26,6 +26,47 @@ struct RandomMatrix {
   std::vector<uint8_t> data;
   std::vector<float> scales;
 };
+// MatmulArith::kBf16Dot's canonical arithmetic (kernels/cpu/matmul_bf16-inl.h), emulated in
+// scalar code from its definition: xs = bf16(fl(x * f)) (round to nearest even; a bf16 subnormal
+// reads as zero), weights as bf16 (FP8: value * 2^-8, subnormal codes zero), per 128-column block
+// the pairs (c, c + 1) in order, odd column first, each an exact product added with one rounding
+// and a subnormal sum flushed to zero, block sums added in order. w is row-major FP8 or BF16.
+inline float bf16_round(float v) {
+  uint32_t u;
+  std::memcpy(&u, &v, 4);
+  u = (u + ((u >> 16) & 1u) + 0x7FFFu) & 0xFFFF0000u;
+  float r;
+  std::memcpy(&r, &u, 4);
+  return std::fpclassify(r) == FP_SUBNORMAL ? 0.0f : r;
+}
+inline float ftz(float v) { return std::fpclassify(v) == FP_SUBNORMAL ? 0.0f : v; }
+inline void emulate_bf16_dot(const Matrix& w, const float* x, int64_t n_tok, float* y) {
+  for (int64_t t = 0; t < n_tok; ++t) {
+    for (int64_t r = 0; r < w.n_rows; ++r) {
+      float total = 0.0f;
+      for (int64_t c0 = 0; c0 < w.n_cols; c0 += 128) {
+        const int64_t c1 = std::min(w.n_cols, c0 + 128);
+        float f = 1.0f;
+        if (w.dtype == DType::kF8E4M3) f = w.scales[(r / 128) * w.n_scale_cols() + c0 / 128] * 256;
+        auto term = [&](int64_t c, float acc) {
+          if (c >= c1) return acc;
+          float wb;
+          if (w.dtype == DType::kF8E4M3) {
+            const uint8_t code = static_cast<const uint8_t*>(w.data)[r * w.n_cols + c];
+            wb = (code & 0x78) == 0 ? 0.0f : fp8e4m3_to_f32(code) * 0x1p-8f;
+          } else {
+            wb = ftz(bf16_to_f32(static_cast<const uint16_t*>(w.data)[r * w.n_cols + c]));
+          }
+          return ftz(std::fma(wb, bf16_round(x[t * w.n_cols + c] * f), acc));
+        };
+        float s = 0.0f;
+        for (int64_t c = c0; c < c1; c += 2) s = term(c, term(c + 1, s));
+        total = c0 == 0 ? s : total + s;
+      }
+      y[t * w.n_rows + r] = total;
+    }
+  }
+}
 inline RandomMatrix random_matrix(DType dt, int64_t rows, int64_t cols, Rng& rng) {
   RandomMatrix r;
   r.m = Matrix{dt, rows, cols, nullptr, nullptr};
@@ -308,6 +349,86 @@ void TestMatmulTiledFp8FoldBoundaries() {
   }
 }
 
+// MatmulArith::kBf16Dot (AVX3 targets on CPUs with AVX512-BF16; skipped elsewhere): for FP8 and
+// BF16 tiled matrices of ragged shapes (odd column counts pair the last column with zero), every
+// result bit-identical to the scalar emulation of its canonical arithmetic (emulate_bf16_dot)
+// on the GEMV and GEMM paths, whatever the batch and row split, including tokens whose magnitudes
+// fall on either side of the FP8 fold's range; and within bf16 accuracy of the float64 reference.
+void TestMatmulTiledBf16Dot() {
+  if (!kTargetHasBf16Dot || !__builtin_cpu_supports("avx512bf16")) {
+    fprintf(stderr, "TestMatmulTiledBf16Dot: skipped on %s (no AVX512-BF16)\n",
+            hwy::TargetName(HWY_TARGET));
+    return;
+  }
+  Rng rng(4242);
+  const int64_t shapes[][2] = {{1, 1},      {8, 16}, {37, 2100}, {300, 256},
+                               {130, 1040}, {5, 47}, {64, 133}};
+  for (DType dt : {DType::kF8E4M3, DType::kBF16}) {
+    for (const auto& s : shapes) {
+      const int64_t rows = s[0], cols = s[1];
+      auto w = test::random_matrix(dt, rows, cols, rng);
+      OwnedMatrix tiled = tile_matrix(w.m);
+      Matrix t = tiled.view();
+      t.arith = MatmulArith::kBf16Dot;
+      const int64_t n_tok = 53;
+      std::vector<float> x(static_cast<size_t>(n_tok * cols));
+      for (auto& v : x) v = rng.normal();
+      if (dt == DType::kF8E4M3 && cols >= 128) {  // tokens 1-3: outside the fold's range
+        for (int64_t c = 0; c < cols; ++c) {
+          x[static_cast<size_t>(cols + c)] *= 0x1p40f;
+          x[static_cast<size_t>(2 * cols + c)] *= c % 3 == 0 ? 0x1p-120f : 1.0f;
+          x[static_cast<size_t>(3 * cols + c)] = c % 4 == 0 ? 0.0f : x[3 * cols + c];
+        }
+      }
+      std::vector<float> all(static_cast<size_t>(n_tok * rows)), emu(all.size()), ref(all.size());
+      MatmulRows(t, x.data(), n_tok, all.data(), 0, rows);
+      test::emulate_bf16_dot(w.m, x.data(), n_tok, emu.data());
+      ref::matmul(w.m, x.data(), n_tok, ref.data());
+      for (size_t i = 0; i < all.size(); ++i) {
+        ASSERT_EQ(all[i], emu[i]) << dtype_name(dt) << " " << rows << "x" << cols << " token "
+                                  << i / rows << " row " << i % rows;
+      }
+      // Against float64, per result (tokens 4..: x of ordinary magnitude): x * f rounded to bf16
+      // is off by <= 2^-9 relative, the float32 sums by far less, so |y - ref| <= 2^-8 *
+      // sum |w x|, plus the terms of e4m3 subnormal codes, which count as zero.
+      double worst = 0;
+      for (int64_t j = 4; j < n_tok; ++j) {
+        for (int64_t r = 0; r < rows; ++r) {
+          double sum_abs = 0, flushed = 0;
+          for (int64_t c = 0; c < cols; ++c) {
+            const double term = std::abs(static_cast<double>(w.m.at(r, c)) * x[j * cols + c]);
+            sum_abs += term;
+            if (dt == DType::kF8E4M3 && (w.data[static_cast<size_t>(r * cols + c)] & 0x78) == 0)
+              flushed += term;
+          }
+          const size_t i = static_cast<size_t>(j * rows + r);
+          const double err = std::abs(static_cast<double>(all[i]) - ref[i]);
+          EXPECT_LE(err, 0x1p-8 * sum_abs + flushed)
+              << dtype_name(dt) << " " << rows << "x" << cols << " token " << j << " row " << r;
+          worst = std::max(worst, err);
+        }
+      }
+      EXPECT_GT(worst, 0.0) << "bf16 rounding should show";
+      for (const int64_t group : {1, 2, 3, 4, 5, 7}) {
+        for (int64_t t0 = 0; t0 + group <= n_tok; t0 += group < 3 ? 1 : 3 * group) {
+          std::vector<float> y(static_cast<size_t>(group * rows), -1.0f);
+          const int64_t cuts[] = {0, std::min<int64_t>(3, rows), std::min<int64_t>(32, rows),
+                                  std::min<int64_t>(45, rows), rows};
+          for (size_t k = 0; k + 1 < std::size(cuts); ++k)
+            MatmulRows(t, x.data() + t0 * cols, group, y.data(), cuts[k], cuts[k + 1]);
+          for (int64_t j = 0; j < group; ++j) {
+            for (int64_t r = 0; r < rows; ++r) {
+              ASSERT_EQ(y[static_cast<size_t>(j * rows + r)],
+                        all[static_cast<size_t>((t0 + j) * rows + r)])
+                  << dtype_name(dt) << " " << rows << "x" << cols << " group " << group << " token "
+                  << t0 + j << " row " << r;
+            }
+          }
+        }
+      }
+    }
+  }
+}
 }  // namespace dss::cpu::HWY_NAMESPACE
 HWY_AFTER_NAMESPACE();
 
@@ -320,5 +441,6 @@ HWY_EXPORT_AND_TEST_P(MatmulTest, TestMatmulResultsIndependentOfBatchAndRowSplit
 HWY_EXPORT_AND_TEST_P(MatmulTest, TestMatmulTiled);
 HWY_EXPORT_AND_TEST_P(MatmulTest, TestMatmulTiledFp8DecodesEveryCode);
 HWY_EXPORT_AND_TEST_P(MatmulTest, TestMatmulTiledFp8FoldBoundaries);
+HWY_EXPORT_AND_TEST_P(MatmulTest, TestMatmulTiledBf16Dot);
 }  // namespace dss::cpu
 #endif

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "io/json.h"
+#include "kernels/cpu/cpu_features.h"
 #include "model/runtime/model.h"
 #include "model/runtime/sequence_runner.h"
 
@@ -32,6 +33,9 @@ struct GoldenCase {
   std::vector<int32_t> greedy;
   std::vector<std::vector<float>> greedy_logits;
   std::vector<float> sens_prompt, sens_greedy;  // sensitivity["1e-06"]
+  // tolerance_detail.bf16_run: the official code's own bf16 run against this float32 golden.
+  float bf16_last = 0, bf16_decode = 0;
+  std::vector<float> prompt_margin, greedy_margin;  // top-1 minus top-2 logit per position
 };
 
 std::vector<GoldenCase> load_cases(const std::string& dir) {
@@ -48,6 +52,13 @@ std::vector<GoldenCase> load_cases(const std::string& dir) {
     g.greedy_logits = c["greedy"]["logits"].get<std::vector<std::vector<float>>>();
     g.sens_prompt = c["sensitivity"]["1e-06"]["prompt"].get<std::vector<float>>();
     g.sens_greedy = c["sensitivity"]["1e-06"]["greedy"].get<std::vector<float>>();
+    for (const Json& r : (*j)["tolerance_detail"]["bf16_run"]) {
+      if (r["prompt_len"].get<size_t>() != g.prompt.size()) continue;
+      g.bf16_last = r["bf16_max_abs_diff_last_logits"].get<float>();
+      g.bf16_decode = r["bf16_max_abs_diff_decode_steps"].get<float>();
+    }
+    g.prompt_margin = c["prompt_margin"].get<std::vector<float>>();
+    g.greedy_margin = c["greedy"]["margin"].get<std::vector<float>>();
     out.push_back(std::move(g));
   }
   return out;
@@ -102,6 +113,62 @@ TEST_P(GoldenTest, MatchesReference) {
       greedy.push_back(argmax(lg, V));
     }
     EXPECT_EQ(greedy, g.greedy);
+  }
+}
+
+// --matmul-dtype bf16 (MatmulArith::kBf16Dot: x rounded to bf16 in the linear layers), where the
+// CPU has AVX512-BF16, measured the way golden.json measures DeepSeek's own bf16 run of the same
+// official code (tolerance_detail.bf16_run, per case): last-position logits and teacher-forced
+// decode-step logits no further from the float32 golden than that run's are; the argmax equal at
+// every prompt position and decode step whose golden margin (top-1 minus top-2) exceeds twice
+// that run's last-position deviation. (A bf16 engine cannot promise the free-running greedy
+// tokens: the official bf16 run itself loses them on tiny-v3-bf16 len200, where a decode step's
+// margin is smaller than the bf16 noise.)
+TEST_P(GoldenTest, Bf16MatmulWithinTheReferenceBf16Deviation) {
+  if (!cpu::cpu_has_bf16_dot()) GTEST_SKIP() << "no AVX512-BF16";
+  const std::string dir = std::string(DSS_TEST_DATA) + "/golden/" + GetParam();
+  LoadOptions opts{dir};
+  opts.matmul_dtype = "bf16";
+  auto model = Model::load(opts);
+  ASSERT_TRUE(model.is_ok()) << model.message();
+  ASSERT_TRUE((*model)->matmul_bf16());
+  const int32_t V = (*model)->config().n_vocab;
+  for (const GoldenCase& g : load_cases(dir)) {
+    SCOPED_TRACE(g.name);
+    ASSERT_GT(g.bf16_last, 0.0f);
+    const float decisive = 2.0f * g.bf16_last;
+    const auto n = static_cast<int32_t>(g.prompt.size());
+    SequenceRunner runner(**model, n + 8, /*page_size=*/16, /*max_chunk=*/512);
+    int32_t agree = 0, checked = 0;
+    float d_last = 0;
+    runner.prefill(g.prompt, true, [&](int32_t first, int32_t rows, const float* lg) {
+      for (int32_t r = 0; r < rows; ++r) {
+        const float* row = lg + static_cast<size_t>(r) * V;
+        const auto i = static_cast<size_t>(first + r);
+        const bool same = argmax(row, V) == g.prompt_argmax[i];
+        agree += same;
+        if (g.prompt_margin[i] > decisive) {
+          ++checked;
+          EXPECT_TRUE(same) << "prompt position " << i << " margin " << g.prompt_margin[i];
+        }
+        if (first + r == n - 1) d_last = max_abs_diff(row, g.last_logits);
+      }
+    });
+    EXPECT_LE(d_last, g.bf16_last);
+    float d_decode = 0;
+    for (size_t s = 1; s < g.greedy.size(); ++s) {  // teacher-forced with the golden tokens
+      const float* lg = runner.decode(g.greedy[s - 1]);
+      d_decode = std::max(d_decode, max_abs_diff(lg, g.greedy_logits[s]));
+      if (g.greedy_margin[s] > decisive) {
+        EXPECT_EQ(argmax(lg, V), g.greedy[s]) << "decode step " << s;
+      }
+    }
+    EXPECT_LE(d_decode, g.bf16_decode);
+    std::printf(
+        "%s %s: bf16 matmul vs golden: last %.4f (official bf16 run %.4f), decode %.4f "
+        "(%.4f), prompt argmax %d/%d (%d with margin > %.3f)\n",
+        GetParam(), g.name.c_str(), d_last, g.bf16_last, d_decode, g.bf16_decode, agree, n, checked,
+        decisive);
   }
 }
 

@@ -33,6 +33,24 @@ HWY_INLINE hn::Vec<DF> DecodeE4m3Shifted(DF df, const uint8_t* HWY_RESTRICT p) {
                      hn::And(hn::ShiftLeft<20>(v), hn::Set(di, static_cast<int32_t>(0x87F00000u))));
 }
 
+// vdpbf16ps (AVX512-BF16), which Highway 1.0.3 (Debian 12) has no op for: its AVX3 targets are
+// compiled without the avx512bf16 attribute, so the instruction is emitted by inline assembly
+// here, the one place, and the kernels stay written once against this op. Callers run it only
+// where the CPU has the feature (kernels/cpu/cpu_features.h cpu_has_avx512_bf16).
+// Per f32 lane i: acc += a.bf16[2i+1] * b.bf16[2i+1], then acc += a.bf16[2i] * b.bf16[2i]: two
+// sequential round-to-nearest-even adds of exact products, bf16 subnormal inputs read as zero and
+// subnormal results flushed to zero (Intel SDM; the same measured on Zen 5).
+#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
+inline constexpr bool kTargetHasBf16Dot = true;
+HWY_INLINE hn::Vec512<float> DotBf16Pairs(hn::Vec512<float> acc, hn::Vec512<uint32_t> a,
+                                          hn::Vec512<uint32_t> b) {
+  asm("vdpbf16ps %2, %1, %0" : "+v"(acc.raw) : "v"(a.raw), "v"(b.raw));
+  return acc;
+}
+#else
+inline constexpr bool kTargetHasBf16Dot = false;
+#endif
+
 }  // namespace dss::cpu::HWY_NAMESPACE
 HWY_AFTER_NAMESPACE();
 

@@ -789,6 +789,14 @@ HWY_INLINE void TiledGemmTile(const TiledView<T>& m, int64_t ti, const float* HW
   }
 }
 
+}  // namespace dss::cpu::HWY_NAMESPACE
+HWY_AFTER_NAMESPACE();
+
+#include "kernels/cpu/matmul_bf16-inl.h"  // MatmulArith::kBf16Dot, on the tiled helpers above
+
+HWY_BEFORE_NAMESPACE();
+namespace dss::cpu::HWY_NAMESPACE {
+
 // Rows [r_begin, r_end) of a tiled matrix: every tile the range touches is computed whole (its
 // rows are independent lanes) and only the range's rows are stored.
 template <typename T>
@@ -823,8 +831,17 @@ HWY_INLINE void MatmulRowsAs(const Matrix& w, const float* scales, int64_t block
                              int64_t n_tok, float* y, int64_t r_begin, int64_t r_end) {
   const auto* data = static_cast<const T*>(w.data);
   if (w.layout == WeightLayout::kTiled) {
-    TiledRows(TiledView<T>{data, scales, w.n_cols, w.n_rows}, x, n_tok, y, r_begin, r_end);
+    const TiledView<T> v{data, scales, w.n_cols, w.n_rows};
+    if (w.arith == MatmulArith::kBf16Dot) {
+      if constexpr (kTargetHasBf16Dot && !std::is_same_v<T, int8_t>) {
+        return Bf16TiledRows(v, x, n_tok, y, r_begin, r_end);
+      }
+      DSS_CHECK(false, "matmul: bf16-dot ", dtype_name(w.dtype), " weights on target ",
+                hwy::TargetName(HWY_TARGET), " (needs tiled FP8 / BF16 on AVX3 + AVX512-BF16)");
+    }
+    TiledRows(v, x, n_tok, y, r_begin, r_end);
   } else {
+    DSS_CHECK(w.arith == MatmulArith::kF32, "matmul: bf16-dot needs the tiled layout");
     MatmulRowsT(RowsView<T>{data, scales, w.n_cols, w.n_rows, block}, x, n_tok, y, r_begin, r_end);
   }
 }

@@ -5,6 +5,7 @@
 
 #include "base/check.h"
 #include "kernels/cpu/act_quant.h"
+#include "kernels/cpu/cpu_features.h"
 #include "kernels/cpu/matmul.h"
 #include "kernels/cpu/vec_ops.h"
 
@@ -21,6 +22,32 @@ struct ActQuantScope {
   ActQuantScope(const ActQuantScope&) = delete;
   ActQuantScope& operator=(const ActQuantScope&) = delete;
 };
+}  // namespace
+
+namespace {
+// MatmulArith::kBf16Dot for the linear layers that take it: the tiled FP8 / BF16 projections,
+// FFNs, experts and lm_head (not the router, the indexer, nor W_UK^T).
+void use_bf16_dot(ModelWeights& w) {
+  auto mark = [](Matrix& m) {
+    if (m.layout == WeightLayout::kTiled && (m.dtype == DType::kF8E4M3 || m.dtype == DType::kBF16))
+      m.arith = MatmulArith::kBf16Dot;
+  };
+  auto mark_ffn = [&](FfnWeights& f) {
+    mark(f.gate);
+    mark(f.up);
+    mark(f.down);
+  };
+  mark(w.lm_head);
+  for (LayerWeights& L : w.layers) {
+    for (Matrix* m : {&L.mla.q_a, &L.mla.q_b, &L.mla.kv_a, &L.mla.kv_b, &L.mla.o}) mark(*m);
+    if (L.is_moe) {
+      for (FfnWeights& e : L.moe.experts) mark_ffn(e);
+      if (L.moe.has_shared) mark_ffn(L.moe.shared);
+    } else {
+      mark_ffn(L.dense);
+    }
+  }
+}
 }  // namespace
 
 Result<std::unique_ptr<Model>> Model::load(const LoadOptions& opts) {
@@ -48,6 +75,17 @@ Result<std::unique_ptr<Model>> Model::load(const LoadOptions& opts) {
   DSS_ASSIGN_OR_RETURN(
       m->w_, load_weights(m->ck_, m->cfg_, opts.weight_dtype.empty() ? nullptr : &policy, tile,
                           opts.lm_head_dtype.empty() ? nullptr : &lm_head_policy));
+  if (opts.matmul_dtype != "f32" && opts.matmul_dtype != "bf16" && opts.matmul_dtype != "auto")
+    return Status::error("--matmul-dtype: '", opts.matmul_dtype, "' is not f32 | bf16 | auto");
+  if (opts.matmul_dtype == "bf16") {
+    if (!cpu::cpu_has_bf16_dot())
+      return Status::error("--matmul-dtype bf16: this CPU has no AVX512-BF16 (vdpbf16ps); use f32");
+    if (!tile) return Status::error("--matmul-dtype bf16 needs --weight-layout tiled");
+    if (m->act_quant_fp8_) return Status::error("--matmul-dtype bf16 excludes --act-quant fp8");
+  }
+  m->matmul_bf16_ = opts.matmul_dtype == "bf16" || (opts.matmul_dtype == "auto" && tile &&
+                                                    !m->act_quant_fp8_ && cpu::cpu_has_bf16_dot());
+  if (m->matmul_bf16_) use_bf16_dot(m->w_);
   const int32_t n_threads =
       opts.n_threads > 0 ? opts.n_threads
                          : static_cast<int32_t>(std::max(1u, std::thread::hardware_concurrency()));

@@ -43,6 +43,12 @@ struct LoadOptions {
   // leaves it alone); bf16 | fp8 | int8 converts it at load (fp8: 128x128 blocks). lm_head is
   // the largest single read of a decode step on small models (ds-mini: 265 of 430 MB in BF16).
   std::string lm_head_dtype;
+  // --matmul-dtype: the arithmetic of the tiled FP8 / BF16 linear layers (tensor/matrix.h
+  // MatmulArith): "f32" (DeepSeek's float32 reference arithmetic; the default here) | "bf16" (x
+  // rounded to bf16, AVX512-BF16 dot products, as DeepSeek's bf16 inference; an error on CPUs
+  // without AVX512-BF16) | "auto" (bf16 where the CPU has it, else f32). The router, the V3.2
+  // indexer, the absorbed-attention W_UK and INT8 weights always stay f32.
+  std::string matmul_dtype = "f32";
 };
 
 class Model {
@@ -58,6 +64,9 @@ class Model {
   DType default_kv_dtype() const;
   int32_t n_threads() const { return pool_->n_threads(); }
   bool act_quant_fp8() const { return act_quant_fp8_; }
+  // Whether the linear layers run MatmulArith::kBf16Dot (--matmul-dtype bf16, or auto on a CPU
+  // with AVX512-BF16).
+  bool matmul_bf16() const { return matmul_bf16_; }
   ThreadPool& pool() const { return *pool_; }
 
   // logits: [batch.logit_rows.size(), n_vocab] f32.
@@ -91,6 +100,7 @@ class Model {
   RopeTable rope_;
   std::unique_ptr<ThreadPool> pool_;
   bool act_quant_fp8_ = false;
+  bool matmul_bf16_ = false;
 };
 
 }  // namespace dss

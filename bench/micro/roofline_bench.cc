@@ -2,8 +2,10 @@
 //   - read bandwidth (GB/s) streaming a buffer much larger than the caches, 1 thread and all
 //     (src/bench/read_bandwidth.h, the same measurement `dsserve bench-model` makes);
 //   - FP32 FMA peak (GFLOP/s) from independent register-resident FMA chains, 1 thread and all;
-//   - BF16 dot peak (GFLOP/s): bf16 pairs widened and multiply-accumulated into f32
-//     (ReorderWidenMulAccumulate: AVX512-BF16 dot where the CPU has it, emulated elsewhere).
+//   - BF16 dot peak (GFLOP/s): bf16 pairs multiply-accumulated into f32: vdpbf16ps where the CPU
+//     has AVX512-BF16 (kernels/cpu/hwy_util-inl.h DotBf16Pairs, what MatmulArith::kBf16Dot runs),
+//     else Highway's ReorderWidenMulAccumulate (widen + FMA; Highway 1.0.3 never emits the
+//     native instruction). JSON "bf16_dot_native" says which.
 // Best of several repetitions (noisy VMs). Usage: roofline_bench [--json] [--mib N] [--threads N]
 // The best Highway target this CPU supports is used (printed).
 #undef HWY_TARGET_INCLUDE
@@ -12,6 +14,7 @@
 #include "hwy/highway.h"
 // (after foreach_target: re-included once per target)
 #include "bench/micro/fma_chains-inl.h"
+#include "kernels/cpu/hwy_util-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace dss::bench::HWY_NAMESPACE {
@@ -46,6 +49,24 @@ double Bf16Chains(int64_t iters, float* sink) {
     a[k] = hn::Set(df, 1e-3f * static_cast<float>(k));
     b[k] = hn::Zero(df);
   }
+#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
+  if (__builtin_cpu_supports("avx512bf16")) {  // 2 * kChains chains of one op each
+    const hn::Repartition<uint32_t, decltype(df)> du;
+    const auto yu = hn::BitCast(du, y);
+    V acc[2 * kChains];
+    for (auto& v : acc) v = hn::Zero(df);
+    for (int64_t i = 0; i < iters; ++i) {
+      const auto* x = reinterpret_cast<const uint32_t*>(xs + static_cast<size_t>(i & 1) * 6 * nb);
+      for (int k = 0; k < 2 * kChains; ++k)
+        acc[k] = dss::cpu::HWY_NAMESPACE::DotBf16Pairs(acc[k], hn::Load(du, x + k * nb / 2), yu);
+    }
+    auto s = acc[0];
+    for (int k = 1; k < 2 * kChains; ++k) s = hn::Add(s, acc[k]);
+    *sink += hn::GetLane(s);
+    // Each vdpbf16ps: Lanes(f32) lanes x 2 products x (multiply + add).
+    return 2.0 * kChains * 4.0 * static_cast<double>(hn::Lanes(df)) * static_cast<double>(iters);
+  }
+#endif
   for (int64_t i = 0; i < iters; ++i) {
     const hwy::bfloat16_t* x = xs + static_cast<size_t>(i & 1) * kChains * nb;
     for (int k = 0; k < kChains; ++k)
@@ -73,6 +94,7 @@ HWY_AFTER_NAMESPACE();
 #include "bench/read_bandwidth.h"
 #include "hwy/aligned_allocator.h"
 #include "hwy/targets.h"
+#include "kernels/cpu/cpu_features.h"
 
 namespace dss::bench {
 HWY_EXPORT(FmaChains);
@@ -129,19 +151,21 @@ int main(int argc, char** argv) {
   // The dispatcher picks the best supported compiled target: the lowest set bit.
   const int64_t targets = hwy::SupportedTargets() & HWY_TARGETS;
   const char* target = hwy::TargetName(targets & (~targets + 1));
+  const bool native = dss::cpu::cpu_has_bf16_dot();
   if (json) {
     std::printf(
         "{\"target\": \"%s\", \"threads\": %d, \"read_gbps_1t\": %.2f, \"read_gbps\": %.2f, "
         "\"fma_gflops_1t\": %.1f, \"fma_gflops\": %.1f, \"bf16_dot_gflops_1t\": %.1f, "
-        "\"bf16_dot_gflops\": %.1f}\n",
-        target, threads, bw1, bwn, f1, fn, b1, bn);
+        "\"bf16_dot_gflops\": %.1f, \"bf16_dot_native\": %s}\n",
+        target, threads, bw1, bwn, f1, fn, b1, bn, native ? "true" : "false");
   } else {
     std::printf("target %s, %d threads, %lld MiB buffer\n", target, threads,
                 static_cast<long long>(mib));
     std::printf("%-28s %10s %10s\n", "", "1 thread", "all");
     std::printf("%-28s %10.1f %10.1f\n", "memory read, GB/s", bw1, bwn);
     std::printf("%-28s %10.1f %10.1f\n", "fp32 FMA, GFLOP/s", f1, fn);
-    std::printf("%-28s %10.1f %10.1f\n", "bf16 dot (widen-MAC), GFLOP/s", b1, bn);
+    std::printf("%-28s %10.1f %10.1f\n",
+                native ? "bf16 dot (vdpbf16ps), GFLOP/s" : "bf16 dot (widen-MAC), GFLOP/s", b1, bn);
   }
   return 0;
 }

@@ -172,6 +172,47 @@ TEST_P(GoldenTest, Bf16MatmulWithinTheReferenceBf16Deviation) {
   }
 }
 
+// --matmul-dtype at load: bad values and impossible combinations are refused with the flag named;
+// auto picks bf16 exactly where the CPU has AVX512-BF16 and the weights are tiled, and only the
+// layers it documents switch (the router and W_UK^T stay f32).
+TEST(MatmulDtype, LoadChoosesAndRefusesClearly) {
+  const std::string dir = std::string(DSS_TEST_DATA) + "/golden/tiny-v3";
+  auto load = [&](const char* md, const char* layout, const char* act_quant) {
+    LoadOptions o{dir};
+    o.matmul_dtype = md;
+    o.weight_layout = layout;
+    o.act_quant = act_quant;
+    return Model::load(o);
+  };
+  auto bad = load("fp16", "tiled", "none");
+  ASSERT_FALSE(bad.is_ok());
+  EXPECT_NE(bad.message().find("--matmul-dtype: 'fp16'"), std::string::npos) << bad.message();
+  const bool has = cpu::cpu_has_bf16_dot();
+  for (auto [layout, act_quant] : {std::pair{"mmap", "none"}, std::pair{"tiled", "fp8"}}) {
+    auto r = load("bf16", layout, act_quant);
+    ASSERT_FALSE(r.is_ok()) << layout << " " << act_quant;
+    EXPECT_NE(r.message().find(has ? "--matmul-dtype bf16" : "no AVX512-BF16"), std::string::npos)
+        << r.message();
+    auto a = load("auto", layout, act_quant);
+    ASSERT_TRUE(a.is_ok()) << a.message();
+    EXPECT_FALSE((*a)->matmul_bf16());
+  }
+  auto a = load("auto", "tiled", "none");
+  ASSERT_TRUE(a.is_ok()) << a.message();
+  EXPECT_EQ((*a)->matmul_bf16(), has);
+  const ModelWeights& w = (*a)->weights();
+  const MatmulArith want = has ? MatmulArith::kBf16Dot : MatmulArith::kF32;
+  EXPECT_EQ(w.lm_head.arith, want);
+  EXPECT_EQ(w.layers[0].mla.q_b.arith, want);
+  EXPECT_EQ(w.layers[1].moe.experts[0].down.arith, want);
+  EXPECT_EQ(w.layers[1].moe.router.arith, MatmulArith::kF32);
+  EXPECT_EQ(w.layers[1].mla.w_uk_t.arith, MatmulArith::kF32);
+  auto f = load("f32", "tiled", "none");
+  ASSERT_TRUE(f.is_ok());
+  EXPECT_FALSE((*f)->matmul_bf16());
+  EXPECT_EQ((*f)->weights().lm_head.arith, MatmulArith::kF32);
+}
+
 INSTANTIATE_TEST_SUITE_P(Checkpoints, GoldenTest, ::testing::Values("tiny-v3", "tiny-v3-bf16"));
 
 }  // namespace

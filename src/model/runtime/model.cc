@@ -22,9 +22,7 @@ struct ActQuantScope {
   ActQuantScope(const ActQuantScope&) = delete;
   ActQuantScope& operator=(const ActQuantScope&) = delete;
 };
-}  // namespace
 
-namespace {
 // MatmulArith::kBf16Dot for the linear layers that take it: the tiled FP8 / BF16 projections,
 // FFNs, experts and lm_head (not the router, the indexer, nor W_UK^T).
 void use_bf16_dot(ModelWeights& w) {
@@ -60,6 +58,16 @@ Result<std::unique_ptr<Model>> Model::load(const LoadOptions& opts) {
   if (opts.weight_layout != "tiled" && opts.weight_layout != "mmap")
     return Status::error("--weight-layout: '", opts.weight_layout, "' is not tiled | mmap");
   const bool tile = opts.weight_layout == "tiled";
+  if (opts.matmul_dtype != "f32" && opts.matmul_dtype != "bf16" && opts.matmul_dtype != "auto")
+    return Status::error("--matmul-dtype: '", opts.matmul_dtype, "' is not f32 | bf16 | auto");
+  if (opts.matmul_dtype == "bf16") {
+    if (!cpu::cpu_has_bf16_dot())
+      return Status::error("--matmul-dtype bf16: this CPU has no AVX512-BF16 (vdpbf16ps); use f32");
+    if (!tile) return Status::error("--matmul-dtype bf16 needs --weight-layout tiled");
+    if (m->act_quant_fp8_) return Status::error("--matmul-dtype bf16 excludes --act-quant fp8");
+  }
+  m->matmul_bf16_ = opts.matmul_dtype == "bf16" || (opts.matmul_dtype == "auto" && tile &&
+                                                    !m->act_quant_fp8_ && cpu::cpu_has_bf16_dot());
   const bool ue8m0 = m->cfg_.quant.ue8m0 || m->cfg_.arch == ModelArch::kDeepseekV32;
   QuantPolicy policy, lm_head_policy;
   if (!opts.weight_dtype.empty()) {
@@ -75,16 +83,6 @@ Result<std::unique_ptr<Model>> Model::load(const LoadOptions& opts) {
   DSS_ASSIGN_OR_RETURN(
       m->w_, load_weights(m->ck_, m->cfg_, opts.weight_dtype.empty() ? nullptr : &policy, tile,
                           opts.lm_head_dtype.empty() ? nullptr : &lm_head_policy));
-  if (opts.matmul_dtype != "f32" && opts.matmul_dtype != "bf16" && opts.matmul_dtype != "auto")
-    return Status::error("--matmul-dtype: '", opts.matmul_dtype, "' is not f32 | bf16 | auto");
-  if (opts.matmul_dtype == "bf16") {
-    if (!cpu::cpu_has_bf16_dot())
-      return Status::error("--matmul-dtype bf16: this CPU has no AVX512-BF16 (vdpbf16ps); use f32");
-    if (!tile) return Status::error("--matmul-dtype bf16 needs --weight-layout tiled");
-    if (m->act_quant_fp8_) return Status::error("--matmul-dtype bf16 excludes --act-quant fp8");
-  }
-  m->matmul_bf16_ = opts.matmul_dtype == "bf16" || (opts.matmul_dtype == "auto" && tile &&
-                                                    !m->act_quant_fp8_ && cpu::cpu_has_bf16_dot());
   if (m->matmul_bf16_) use_bf16_dot(m->w_);
   const int32_t n_threads =
       opts.n_threads > 0 ? opts.n_threads

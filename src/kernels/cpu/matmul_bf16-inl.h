@@ -187,13 +187,20 @@ HWY_INLINE void Bf16StoreTileRows(const float* HWY_RESTRICT accb, int64_t n_tok,
   }
 }
 
+// Token counts from which the GEMM path (a decoded panel per block) takes over from decoding in
+// registers per token group: FP8 as the f32 path; BF16's pair decode (two loads and two
+// interleaves per 64 weights) is cheap enough to redo per group of 6 up to 16 tokens.
+template <typename T>
+inline constexpr int64_t kBf16GemmMinTokens =
+    std::is_same_v<T, uint16_t> ? 17 : kTiledGemmMinTokens<T>;
+
 // GEMV: rows [r_begin, r_end) of the nt (<= kMaxGemvTiles) tiles from ti for n_tok
-// (< kTiledGemmMinTokens<T>) tokens (FP8: their |x| ranges for the fold, as the f32 path).
+// (< kBf16GemmMinTokens<T>) tokens (FP8: their |x| ranges for the fold, as the f32 path).
 template <typename T>
 HWY_INLINE void Bf16GemvTiles(const TiledView<T>& m, int64_t ti, int nt,
                               const float* HWY_RESTRICT x, int64_t n_tok, const AbsRange* ranges,
                               float* HWY_RESTRICT y, int64_t r_begin, int64_t r_end) {
-  constexpr int64_t kMaxTok = kTiledGemmMinTokens<T>;
+  constexpr int64_t kMaxTok = kBf16GemmMinTokens<T>;
   constexpr int64_t kAccStride = kMaxTok * kTileRows;
   constexpr int64_t kPairs = kTiledCols / 2;
   HWY_ALIGN float accb[kMaxGemvTiles * kAccStride];
@@ -335,14 +342,14 @@ HWY_INLINE void Bf16GemmTiles(const TiledView<T>& m, int64_t ti, int nt,
 template <typename T>
 void Bf16TiledRows(const TiledView<T>& m, const float* HWY_RESTRICT x, int64_t n_tok,
                    float* HWY_RESTRICT y, int64_t r_begin, int64_t r_end) {
-  AbsRange ranges[kTiledGemmMinTokens<T>];
+  AbsRange ranges[kBf16GemmMinTokens<T>];
   if constexpr (std::is_same_v<T, uint8_t>) {
-    if (n_tok < kTiledGemmMinTokens<T>) {
+    if (n_tok < kBf16GemmMinTokens<T>) {
       for (int64_t j = 0; j < n_tok; ++j) ranges[j] = AbsRangeOf(x + j * m.n_cols, m.n_cols);
     }
   }
   const int64_t ti_end = (r_end + kTileRows - 1) / kTileRows;
-  if (n_tok < kTiledGemmMinTokens<T>) {
+  if (n_tok < kBf16GemmMinTokens<T>) {
     const int nt_max = GemvTiles(NextGroup(n_tok));
     for (int64_t ti = r_begin / kTileRows; ti < ti_end;) {
       const int nt = static_cast<int>(std::min<int64_t>(nt_max, ti_end - ti));

@@ -409,7 +409,7 @@ void TestMatmulTiledBf16Dot() {
         }
       }
       EXPECT_GT(worst, 0.0) << "bf16 rounding should show";
-      for (const int64_t group : {1, 2, 3, 4, 5, 7}) {
+      for (const int64_t group : {1, 2, 3, 4, 5, 7, 16, 17}) {  // BF16: GEMV up to 16 tokens
         for (int64_t t0 = 0; t0 + group <= n_tok; t0 += group < 3 ? 1 : 3 * group) {
           std::vector<float> y(static_cast<size_t>(group * rows), -1.0f);
           const int64_t cuts[] = {0, std::min<int64_t>(3, rows), std::min<int64_t>(32, rows),

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <initializer_list>
 #include <vector>
 
 #undef HWY_TARGET_INCLUDE
@@ -114,6 +115,35 @@ inline RandomMatrix random_matrix(DType dt, int64_t rows, int64_t cols, Rng& rng
 
 HWY_BEFORE_NAMESPACE();
 namespace dss::cpu::HWY_NAMESPACE {
+
+// `all` (one MatmulRows call over the n_tok tokens of x) recomputed by calls over tokens
+// [t0, t0 + group), rows cut at 0, 3, 32, 45 and n_rows (tile aligned or not): every (row, token)
+// bit-identical, for every group size, with t0 stepping by 3 * group (by 1 for groups under 3
+// where every_start_small).
+void ExpectSameForAnyBatchAndRowSplit(const Matrix& w, const std::vector<float>& x, int64_t n_tok,
+                                      const std::vector<float>& all,
+                                      std::initializer_list<int64_t> groups,
+                                      bool every_start_small) {
+  const int64_t rows = w.n_rows, cols = w.n_cols;
+  for (const int64_t group : groups) {
+    for (int64_t t0 = 0; t0 + group <= n_tok;
+         t0 += every_start_small && group < 3 ? 1 : 3 * group) {
+      std::vector<float> y(static_cast<size_t>(group * rows), -1.0f);
+      const int64_t cuts[] = {0, std::min<int64_t>(3, rows), std::min<int64_t>(32, rows),
+                              std::min<int64_t>(45, rows), rows};
+      for (size_t k = 0; k + 1 < std::size(cuts); ++k)
+        MatmulRows(w, x.data() + t0 * cols, group, y.data(), cuts[k], cuts[k + 1]);
+      for (int64_t j = 0; j < group; ++j) {
+        for (int64_t r = 0; r < rows; ++r) {
+          ASSERT_EQ(y[static_cast<size_t>(j * rows + r)],
+                    all[static_cast<size_t>((t0 + j) * rows + r)])
+              << dtype_name(w.dtype) << " " << rows << "x" << cols << " group " << group
+              << " token " << t0 + j << " row " << r << " target " << hwy::TargetName(HWY_TARGET);
+        }
+      }
+    }
+  }
+}
 
 void TestMatmulAllDtypes() {
   Rng rng(1234);
@@ -236,23 +266,8 @@ void TestMatmulTiled() {
         worst = std::max(worst, std::abs(all[i] - ref[i]) / rms);
       EXPECT_LE(worst, 1e-5) << dtype_name(dt) << " " << rows << "x" << cols << " target "
                              << hwy::TargetName(HWY_TARGET);
-      for (const int64_t group : {1, 2, 3, 4, 5, 7}) {  // tokens [t0, t0 + group) as one call
-        for (int64_t t0 = 0; t0 + group <= n_tok; t0 += 3 * group) {
-          std::vector<float> y(static_cast<size_t>(group * rows), -1.0f);
-          const int64_t cuts[] = {0, std::min<int64_t>(3, rows), std::min<int64_t>(32, rows),
-                                  std::min<int64_t>(45, rows), rows};
-          for (size_t k = 0; k + 1 < std::size(cuts); ++k)
-            MatmulRows(t, x.data() + t0 * cols, group, y.data(), cuts[k], cuts[k + 1]);
-          for (int64_t j = 0; j < group; ++j) {
-            for (int64_t r = 0; r < rows; ++r) {
-              ASSERT_EQ(y[static_cast<size_t>(j * rows + r)],
-                        all[static_cast<size_t>((t0 + j) * rows + r)])
-                  << dtype_name(dt) << " " << rows << "x" << cols << " group " << group << " token "
-                  << t0 + j << " row " << r << " target " << hwy::TargetName(HWY_TARGET);
-            }
-          }
-        }
-      }
+      // tokens [t0, t0 + group) as one call
+      ExpectSameForAnyBatchAndRowSplit(t, x, n_tok, all, {1, 2, 3, 4, 5, 7}, false);
     }
   }
 }
@@ -409,23 +424,8 @@ void TestMatmulTiledBf16Dot() {
         }
       }
       EXPECT_GT(worst, 0.0) << "bf16 rounding should show";
-      for (const int64_t group : {1, 2, 3, 4, 5, 7, 16, 17}) {  // BF16: GEMV up to 16 tokens
-        for (int64_t t0 = 0; t0 + group <= n_tok; t0 += group < 3 ? 1 : 3 * group) {
-          std::vector<float> y(static_cast<size_t>(group * rows), -1.0f);
-          const int64_t cuts[] = {0, std::min<int64_t>(3, rows), std::min<int64_t>(32, rows),
-                                  std::min<int64_t>(45, rows), rows};
-          for (size_t k = 0; k + 1 < std::size(cuts); ++k)
-            MatmulRows(t, x.data() + t0 * cols, group, y.data(), cuts[k], cuts[k + 1]);
-          for (int64_t j = 0; j < group; ++j) {
-            for (int64_t r = 0; r < rows; ++r) {
-              ASSERT_EQ(y[static_cast<size_t>(j * rows + r)],
-                        all[static_cast<size_t>((t0 + j) * rows + r)])
-                  << dtype_name(dt) << " " << rows << "x" << cols << " group " << group << " token "
-                  << t0 + j << " row " << r;
-            }
-          }
-        }
-      }
+      // BF16: GEMV up to 16 tokens
+      ExpectSameForAnyBatchAndRowSplit(t, x, n_tok, all, {1, 2, 3, 4, 5, 7, 16, 17}, true);
     }
   }
 }

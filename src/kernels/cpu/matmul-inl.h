@@ -701,7 +701,7 @@ HWY_INLINE void TiledGemvTiles(const TiledView<T>& m, int64_t ti, int nt,
   const int64_t tile_stride = kTileRows * m.n_cols;
   for (int64_t c0 = 0; c0 < m.n_cols; c0 += kTiledCols) {
     const int64_t c1 = std::min(m.n_cols, c0 + kTiledCols);
-    float f[kMaxGemvTiles];
+    float f[kMaxGemvTiles] = {};
     bool same_f = true;  // the tiles share one x factor (one 128-row scale block, or no scales)
     for (int t = 0; t < nt; ++t) {
       f[t] = m.x_factor(ti + t, c0);
@@ -789,6 +789,34 @@ HWY_INLINE void TiledGemmTile(const TiledView<T>& m, int64_t ti, const float* HW
   }
 }
 
+// The tiles [r_begin / 32, ceil(r_end / 32)) of m for n_tok tokens: below kMinTokens tokens
+// gemv(ti, nt, ranges) over runs of GemvTiles tiles (FP8: with the tokens' |x| ranges for the
+// fold), else gemm(ti, nt) over runs of up to kGemmRun tiles that stay inside one run-aligned
+// group (kGemmRun 4: one 128-row scale block).
+template <int64_t kMinTokens, int kGemmRun, typename T, class Gemv, class Gemm>
+HWY_INLINE void TiledRowsWith(const TiledView<T>& m, const float* HWY_RESTRICT x, int64_t n_tok,
+                              int64_t r_begin, int64_t r_end, const Gemv& gemv, const Gemm& gemm) {
+  const int64_t ti_end = (r_end + kTileRows - 1) / kTileRows;
+  if (n_tok < kMinTokens) {
+    AbsRange ranges[kMinTokens];
+    if constexpr (std::is_same_v<T, uint8_t>) {
+      for (int64_t j = 0; j < n_tok; ++j) ranges[j] = AbsRangeOf(x + j * m.n_cols, m.n_cols);
+    }
+    const int nt_max = GemvTiles(NextGroup(n_tok));
+    for (int64_t ti = r_begin / kTileRows; ti < ti_end;) {
+      const int nt = static_cast<int>(std::min<int64_t>(nt_max, ti_end - ti));
+      gemv(ti, nt, static_cast<const AbsRange*>(ranges));
+      ti += nt;
+    }
+    return;
+  }
+  for (int64_t ti = r_begin / kTileRows; ti < ti_end;) {
+    const int nt = static_cast<int>(std::min<int64_t>(kGemmRun - ti % kGemmRun, ti_end - ti));
+    gemm(ti, nt);
+    ti += nt;
+  }
+}
+
 }  // namespace dss::cpu::HWY_NAMESPACE
 HWY_AFTER_NAMESPACE();
 
@@ -802,27 +830,15 @@ namespace dss::cpu::HWY_NAMESPACE {
 template <typename T>
 void TiledRows(const TiledView<T>& m, const float* HWY_RESTRICT x, int64_t n_tok,
                float* HWY_RESTRICT y, int64_t r_begin, int64_t r_end) {
-  AbsRange ranges[kTiledGemmMinTokens<T>];
-  if constexpr (std::is_same_v<T, uint8_t>) {
-    if (n_tok < kTiledGemmMinTokens<T>) {
-      for (int64_t j = 0; j < n_tok; ++j) ranges[j] = AbsRangeOf(x + j * m.n_cols, m.n_cols);
-    }
-  }
-  const int64_t ti_end = (r_end + kTileRows - 1) / kTileRows;
-  if (n_tok < kTiledGemmMinTokens<T>) {
-    const int nt_max = GemvTiles(NextGroup(n_tok));
-    for (int64_t ti = r_begin / kTileRows; ti < ti_end;) {
-      const int nt = static_cast<int>(std::min<int64_t>(nt_max, ti_end - ti));
-      TiledGemvTiles(m, ti, nt, x, n_tok, static_cast<const AbsRange*>(ranges), y, r_begin, r_end);
-      ti += nt;
-    }
-    return;
-  }
-  for (int64_t ti = r_begin / kTileRows; ti < ti_end; ++ti) {
-    const int64_t lo = std::max(r_begin, ti * kTileRows);
-    const int64_t hi = std::min(r_end, (ti + 1) * kTileRows);
-    TiledGemmTile(m, ti, x, n_tok, y, lo, hi);
-  }
+  TiledRowsWith<kTiledGemmMinTokens<T>, 1>(
+      m, x, n_tok, r_begin, r_end,
+      [&](int64_t ti, int nt, const AbsRange* ranges)
+          HWY_ATTR { TiledGemvTiles(m, ti, nt, x, n_tok, ranges, y, r_begin, r_end); },
+      [&](int64_t ti, int) HWY_ATTR {
+        const int64_t lo = std::max(r_begin, ti * kTileRows);
+        const int64_t hi = std::min(r_end, (ti + 1) * kTileRows);
+        TiledGemmTile(m, ti, x, n_tok, y, lo, hi);
+      });
 }
 
 // Rows [r_begin, r_end) of w in its layout (tiled: F8E4M3 | BF16 | I8 only).

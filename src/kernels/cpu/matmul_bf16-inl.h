@@ -209,7 +209,7 @@ HWY_INLINE void Bf16GemvTiles(const TiledView<T>& m, int64_t ti, int nt,
   const int64_t tile_stride = kTileRows * m.n_cols;
   for (int64_t c0 = 0; c0 < m.n_cols; c0 += kTiledCols) {
     const int64_t nc = std::min(kTiledCols, m.n_cols - c0);
-    float f[kMaxGemvTiles];
+    float f[kMaxGemvTiles] = {};
     for (int t = 0; t < nt; ++t) f[t] = m.x_factor(ti + t, c0);
     int64_t prefetch_bytes = kPrefetchBytes;
     for (int64_t j0 = 0, g = 0; j0 < n_tok; j0 += g) {
@@ -342,28 +342,11 @@ HWY_INLINE void Bf16GemmTiles(const TiledView<T>& m, int64_t ti, int nt,
 template <typename T>
 void Bf16TiledRows(const TiledView<T>& m, const float* HWY_RESTRICT x, int64_t n_tok,
                    float* HWY_RESTRICT y, int64_t r_begin, int64_t r_end) {
-  AbsRange ranges[kBf16GemmMinTokens<T>];
-  if constexpr (std::is_same_v<T, uint8_t>) {
-    if (n_tok < kBf16GemmMinTokens<T>) {
-      for (int64_t j = 0; j < n_tok; ++j) ranges[j] = AbsRangeOf(x + j * m.n_cols, m.n_cols);
-    }
-  }
-  const int64_t ti_end = (r_end + kTileRows - 1) / kTileRows;
-  if (n_tok < kBf16GemmMinTokens<T>) {
-    const int nt_max = GemvTiles(NextGroup(n_tok));
-    for (int64_t ti = r_begin / kTileRows; ti < ti_end;) {
-      const int nt = static_cast<int>(std::min<int64_t>(nt_max, ti_end - ti));
-      Bf16GemvTiles(m, ti, nt, x, n_tok, static_cast<const AbsRange*>(ranges), y, r_begin, r_end);
-      ti += nt;
-    }
-    return;
-  }
-  for (int64_t ti = r_begin / kTileRows; ti < ti_end;) {  // runs within one 128-row block
-    const int nt = static_cast<int>(
-        std::min<int64_t>(kTilesPerScaleBlock - ti % kTilesPerScaleBlock, ti_end - ti));
-    Bf16GemmTiles(m, ti, nt, x, n_tok, y, r_begin, r_end);
-    ti += nt;
-  }
+  TiledRowsWith<kBf16GemmMinTokens<T>, kTilesPerScaleBlock>(
+      m, x, n_tok, r_begin, r_end,
+      [&](int64_t ti, int nt, const AbsRange* ranges)
+          HWY_ATTR { Bf16GemvTiles(m, ti, nt, x, n_tok, ranges, y, r_begin, r_end); },
+      [&](int64_t ti, int nt) HWY_ATTR { Bf16GemmTiles(m, ti, nt, x, n_tok, y, r_begin, r_end); });
 }
 #endif  // HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
 

@@ -60,6 +60,27 @@ std::vector<TokenId> alone(const Model& m, const std::vector<TokenId>& prompt, i
   return out;
 }
 
+struct Submitted {
+  RequestId id;
+  std::vector<TokenId> prompt;
+  int32_t n;
+};
+
+// `count` greedy requests submitted at once to e, with random prompts of prompt_min + [0,
+// prompt_span) tokens and n_min + [0, n_span) new tokens, appended to subs.
+void submit_random(Engine& e, Rng& rng, EventCollector& col, int count, int32_t prompt_min,
+                   int32_t prompt_span, int32_t n_min, int32_t n_span,
+                   std::vector<Submitted>& subs) {
+  for (int i = 0; i < count; ++i) {
+    std::vector<TokenId> prompt(static_cast<size_t>(prompt_min) + rng.next_u64() % prompt_span);
+    for (auto& t : prompt) t = static_cast<TokenId>(rng.next_u64() % 2048);
+    const int32_t n = n_min + static_cast<int32_t>(rng.next_u64() % n_span);
+    auto id = e.submit(greedy(prompt, n), col.sink());
+    ASSERT_TRUE(id.is_ok()) << id.message();
+    subs.push_back({*id, std::move(prompt), n});
+  }
+}
+
 void expect_pages_accounted(Engine& e) {
   e.check_integrity();
   const EngineStats s = e.stats();
@@ -193,15 +214,8 @@ TEST(Engine, PreemptionUnderATinyPoolStillCompletesEveryRequest) {
   ASSERT_TRUE(e.is_ok()) << e.message();
   Rng rng(99);
   EventCollector col;
-  std::vector<std::tuple<RequestId, std::vector<TokenId>, int32_t>> subs;
-  for (int i = 0; i < 8; ++i) {
-    std::vector<TokenId> prompt(20 + rng.next_u64() % 50);
-    for (auto& t : prompt) t = static_cast<TokenId>(rng.next_u64() % 2048);
-    const int32_t n = 10 + static_cast<int32_t>(rng.next_u64() % 30);
-    auto id = (*e)->submit(greedy(prompt, n), col.sink());
-    ASSERT_TRUE(id.is_ok());
-    subs.emplace_back(*id, prompt, n);
-  }
+  std::vector<Submitted> subs;
+  ASSERT_NO_FATAL_FAILURE(submit_random(**e, rng, col, 8, 20, 50, 10, 30, subs));
   col.wait_done(8);
   for (const auto& [id, prompt, n] : subs)
     EXPECT_EQ(col.get(id).tokens, alone(**m, prompt, n)) << id;
@@ -269,15 +283,8 @@ TEST(Engine, Bf16KvCacheBatchedEqualsAlone) {
   EXPECT_LE((*e)->stats().kv_pages_total, 2 * (*e32)->stats().kv_pages_total + 1);
   Rng rng(23);
   EventCollector col;
-  std::vector<std::tuple<RequestId, std::vector<TokenId>, int32_t>> subs;
-  for (int i = 0; i < 8; ++i) {
-    std::vector<TokenId> prompt(1 + rng.next_u64() % 100);
-    for (auto& t : prompt) t = static_cast<TokenId>(rng.next_u64() % 2048);
-    const int32_t n = 1 + static_cast<int32_t>(rng.next_u64() % 12);
-    auto id = (*e)->submit(greedy(prompt, n), col.sink());
-    ASSERT_TRUE(id.is_ok());
-    subs.emplace_back(*id, prompt, n);
-  }
+  std::vector<Submitted> subs;
+  ASSERT_NO_FATAL_FAILURE(submit_random(**e, rng, col, 8, 1, 100, 1, 12, subs));
   col.wait_done(8);
   for (const auto& [id, prompt, n] : subs) {
     SequenceRunner r(**m, static_cast<int32_t>(prompt.size()) + n, 64, 512, DType::kBF16);
@@ -309,15 +316,8 @@ TEST(Engine, Bf16MatmulBatchedEqualsAlone) {
   ASSERT_TRUE(e.is_ok()) << e.message();
   Rng rng(29);
   EventCollector col;
-  std::vector<std::tuple<RequestId, std::vector<TokenId>, int32_t>> subs;
-  for (int i = 0; i < 16; ++i) {
-    std::vector<TokenId> prompt(1 + rng.next_u64() % 150);
-    for (auto& t : prompt) t = static_cast<TokenId>(rng.next_u64() % 2048);
-    const int32_t n = 1 + static_cast<int32_t>(rng.next_u64() % 16);
-    auto id = (*e)->submit(greedy(prompt, n), col.sink());
-    ASSERT_TRUE(id.is_ok());
-    subs.emplace_back(*id, prompt, n);
-  }
+  std::vector<Submitted> subs;
+  ASSERT_NO_FATAL_FAILURE(submit_random(**e, rng, col, 16, 1, 150, 1, 16, subs));
   col.wait_done(16);
   for (const auto& [id, prompt, n] : subs)
     EXPECT_EQ(col.get(id).tokens, alone(**m, prompt, n)) << id;

@@ -677,15 +677,17 @@ HWY_INLINE void RunGemvGroup(bool same_f, int g, Args&&... args) {
   WithGroup<GemvBlockFn<T, kFolded, false>::template F>(g, args...);
 }
 
-// y[t, r] for the rows [lo, hi) of tile `ti` (accb rows: token j's 32 sums at accb + j * 32, in
-// TileSlot<T> order).
-template <typename T>
-HWY_INLINE void StoreTileRows(const float* HWY_RESTRICT accb, int64_t n_tok, int64_t ti, int64_t lo,
-                              int64_t hi, int64_t n_rows, float* HWY_RESTRICT y) {
+// y[t, r] for the rows of tile `ti` inside [r_begin, r_end) (accb rows: token j's 32 sums at
+// accb + j * 32, row i of the tile in slot kSlot(i): TileSlot<T>, or Bf16Slot for bf16-dot).
+template <int64_t (*kSlot)(int64_t)>
+HWY_INLINE void StoreTileRows(const float* HWY_RESTRICT accb, int64_t n_tok, int64_t ti,
+                              int64_t r_begin, int64_t r_end, int64_t n_rows,
+                              float* HWY_RESTRICT y) {
+  const int64_t lo = std::max(r_begin, ti * kTileRows);
+  const int64_t hi = std::min(r_end, (ti + 1) * kTileRows);
   for (int64_t j = 0; j < n_tok; ++j) {
-    for (int64_t r = lo; r < hi; ++r) {
-      y[j * n_rows + r] = accb[j * kTileRows + TileSlot<T>(r - ti * kTileRows)];
-    }
+    for (int64_t r = lo; r < hi; ++r)
+      y[j * n_rows + r] = accb[j * kTileRows + kSlot(r - ti * kTileRows)];
   }
 }
 
@@ -738,16 +740,16 @@ HWY_INLINE void TiledGemvTiles(const TiledView<T>& m, int64_t ti, int nt,
     }
   }
   for (int t = 0; t < nt; ++t) {
-    const int64_t lo = std::max(r_begin, (ti + t) * kTileRows);
-    const int64_t hi = std::min(r_end, (ti + t + 1) * kTileRows);
-    StoreTileRows<T>(accb + t * kAccStride, n_tok, ti + t, lo, hi, m.n_rows, y);
+    StoreTileRows<TileSlot<T>>(accb + t * kAccStride, n_tok, ti + t, r_begin, r_end, m.n_rows, y);
   }
 }
 
-// GEMM: rows [lo, hi) of tile ti for n_tok tokens, in token blocks of kTiledTokBlock.
+// GEMM: the rows of tile ti inside [r_begin, r_end) for n_tok tokens, in token blocks of
+// kTiledTokBlock.
 template <typename T>
 HWY_INLINE void TiledGemmTile(const TiledView<T>& m, int64_t ti, const float* HWY_RESTRICT x,
-                              int64_t n_tok, float* HWY_RESTRICT y, int64_t lo, int64_t hi) {
+                              int64_t n_tok, float* HWY_RESTRICT y, int64_t r_begin,
+                              int64_t r_end) {
   const hn::ScalableTag<float> df;
   constexpr int64_t N = kTiledLanes;
   HWY_ALIGN float wd[kTiledCols * kTileRows];       // decoded weights [64][32]
@@ -785,7 +787,7 @@ HWY_INLINE void TiledGemmTile(const TiledView<T>& m, int64_t ti, const float* HW
                                kTileRows * static_cast<int64_t>(sizeof(T)));
       }
     }
-    StoreTileRows<T>(accb, nt, ti, lo, hi, m.n_rows, y + t0 * m.n_rows);
+    StoreTileRows<TileSlot<T>>(accb, nt, ti, r_begin, r_end, m.n_rows, y + t0 * m.n_rows);
   }
 }
 
@@ -834,11 +836,7 @@ void TiledRows(const TiledView<T>& m, const float* HWY_RESTRICT x, int64_t n_tok
       m, x, n_tok, r_begin, r_end,
       [&](int64_t ti, int nt, const AbsRange* ranges)
           HWY_ATTR { TiledGemvTiles(m, ti, nt, x, n_tok, ranges, y, r_begin, r_end); },
-      [&](int64_t ti, int) HWY_ATTR {
-        const int64_t lo = std::max(r_begin, ti * kTileRows);
-        const int64_t hi = std::min(r_end, (ti + 1) * kTileRows);
-        TiledGemmTile(m, ti, x, n_tok, y, lo, hi);
-      });
+      [&](int64_t ti, int) HWY_ATTR { TiledGemmTile(m, ti, x, n_tok, y, r_begin, r_end); });
 }
 
 // Rows [r_begin, r_end) of w in its layout (tiled: F8E4M3 | BF16 | I8 only).

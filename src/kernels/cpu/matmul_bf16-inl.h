@@ -113,7 +113,7 @@ HWY_INLINE void Bf16PairsOfX(const float* HWY_RESTRICT x, int64_t nc, float f,
   }
 }
 
-// acc[v][j] over the column pairs [0, n_pairs) of one or more tiles' pair vectors.
+// One column-pair step of a tile: acc[v][j] += pair vector v (w0, w1) . token j's xs pair p.
 template <int kG>
 HWY_INLINE void DotPairColumn(VPairs w0, VPairs w1, const uint32_t* const* xp, int64_t p,
                               hn::Vec<hn::ScalableTag<float>> (&acc)[kTiledVecs][kG]) {
@@ -177,16 +177,6 @@ struct Bf16GemvFn {
   };
 };
 
-// y[t, r] for rows [lo, hi) of tile ti from accb (Bf16Slot order).
-HWY_INLINE void Bf16StoreTileRows(const float* HWY_RESTRICT accb, int64_t n_tok, int64_t ti,
-                                  int64_t lo, int64_t hi, int64_t n_rows, float* HWY_RESTRICT y) {
-  for (int64_t j = 0; j < n_tok; ++j) {
-    for (int64_t r = lo; r < hi; ++r) {
-      y[j * n_rows + r] = accb[j * kTileRows + Bf16Slot(r - ti * kTileRows)];
-    }
-  }
-}
-
 // Token counts from which the GEMM path (a decoded panel per block) takes over from decoding in
 // registers per token group: FP8 as the f32 path; BF16's pair decode (two loads and two
 // interleaves per 64 weights) is cheap enough to redo per group of 6 up to 16 tokens
@@ -249,9 +239,7 @@ HWY_INLINE void Bf16GemvTiles(const TiledView<T>& m, int64_t ti, int nt,
     }
   }
   for (int t = 0; t < nt; ++t) {
-    const int64_t lo = std::max(r_begin, (ti + t) * kTileRows);
-    const int64_t hi = std::min(r_end, (ti + t + 1) * kTileRows);
-    Bf16StoreTileRows(accb + t * kAccStride, n_tok, ti + t, lo, hi, m.n_rows, y);
+    StoreTileRows<Bf16Slot>(accb + t * kAccStride, n_tok, ti + t, r_begin, r_end, m.n_rows, y);
   }
 }
 
@@ -334,9 +322,8 @@ HWY_INLINE void Bf16GemmTiles(const TiledView<T>& m, int64_t ti, int nt,
       }
     }
     for (int t = 0; t < nt; ++t) {
-      const int64_t lo = std::max(r_begin, (ti + t) * kTileRows);
-      const int64_t hi = std::min(r_end, (ti + t + 1) * kTileRows);
-      Bf16StoreTileRows(accb + t * kAccStride, n_t, ti + t, lo, hi, m.n_rows, y + t0 * m.n_rows);
+      StoreTileRows<Bf16Slot>(accb + t * kAccStride, n_t, ti + t, r_begin, r_end, m.n_rows,
+                              y + t0 * m.n_rows);
     }
   }
 }

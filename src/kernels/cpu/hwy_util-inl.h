@@ -6,6 +6,7 @@
 #define DSS_KERNELS_CPU_HWY_UTIL_INL_H_
 #endif
 
+#include "hwy/contrib/math/math-inl.h"
 #include "hwy/highway.h"
 
 HWY_BEFORE_NAMESPACE();
@@ -16,6 +17,17 @@ namespace hn = hwy::HWY_NAMESPACE;
 template <class DF>
 HWY_INLINE float ReduceSumF(DF df, hn::Vec<DF> v) {
   return hn::GetLane(hn::SumOfLanes(df, v));
+}
+
+// exp(x) for x <= 0, with 0 where exp(x) would be an f32 subnormal (x < -87; exp(-87) = 1.6e-38
+// is the smallest normal result). Every softmax row has a term exp(0) = 1, so a dropped term is
+// below 2^-125 of the sum and of each output element's largest contribution: the same result up to
+// rounding of values ~1e-38, while subnormal results (and their products) cost a microcode assist
+// per operation on x86 cores - at long context most attended rows are that far below the maximum.
+template <class DF>
+HWY_INLINE hn::Vec<DF> ExpOrZero(DF df, hn::Vec<DF> x) {
+  const auto lo = hn::Set(df, -87.0f);
+  return hn::IfThenElseZero(hn::Ge(x, lo), hn::Exp(df, hn::Max(x, lo)));
 }
 
 // Lanes(df) e4m3fn codes at `p` as f32 values times 2^-120, exactly: the code sign-extended to

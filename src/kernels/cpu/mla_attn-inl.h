@@ -106,17 +106,6 @@ inline void MlaLoadRows(const MlaCacheView& kv, const int32_t* pos, int64_t i_be
   }
 }
 
-// exp(x) for x <= 0, with 0 where exp(x) would be an f32 subnormal (x < -87; exp(-87) = 1.6e-38
-// is the smallest normal result). Every softmax row has a term exp(0) = 1, so a dropped term is
-// below 2^-125 of the sum and of each output element's largest contribution: the same result up to
-// rounding of values ~1e-38, while subnormal results (and their products) cost a microcode assist
-// per operation on x86 cores - at long context most attended rows are that far below the maximum.
-template <class DF>
-HWY_INLINE hn::Vec<DF> ExpOrZero(DF df, hn::Vec<DF> x) {
-  const auto lo = hn::Set(df, -87.0f);
-  return hn::IfThenElseZero(hn::Ge(x, lo), hn::Exp(df, hn::Max(x, lo)));
-}
-
 // Scores of rows [j0, j0 + kRows) for head vectors [v0, v0 + kHV): st[j, heads] =
 // sum_c qt[c, heads] * row_j[c] over the latent (R values, stride R) then the rope part (dr, stride
 // dr), one FMA chain per (row, head) in c order. Rows in registers as broadcasts, heads in lanes.

@@ -131,6 +131,23 @@ void mla_attn(const cpu::MlaCacheView& kv, const int32_t* pos, int64_t n, const 
   }
 }
 
+void attention(const float* q, const float* k, int64_t ldk, int64_t d_qk, const float* v,
+               int64_t ldv, int64_t d_v, const int32_t* pos, int64_t n, float scale, float* out) {
+  std::vector<double> s(static_cast<size_t>(n));
+  double mx = -1e300;
+  for (int64_t i = 0; i < n; ++i) {
+    s[static_cast<size_t>(i)] = scale * dot(q, k + pos[i] * ldk, d_qk);
+    mx = std::max(mx, s[static_cast<size_t>(i)]);
+  }
+  double sum = 0.0;
+  for (auto& x : s) sum += (x = std::exp(x - mx));
+  for (int64_t e = 0; e < d_v; ++e) {
+    double acc = 0.0;
+    for (int64_t i = 0; i < n; ++i) acc += s[static_cast<size_t>(i)] * v[pos[i] * ldv + e];
+    out[e] = static_cast<float>(acc / sum);
+  }
+}
+
 void index_scores(const uint8_t* keys_t, int64_t ld, const float* key_scales, int64_t n,
                   const float* q, const float* coef, int32_t HI, int32_t D, float* scores) {
   for (int64_t i = 0; i < n; ++i) {

@@ -44,6 +44,13 @@ void mla_load_row(const cpu::MlaCacheView& kv, int32_t pos, float* lat, float* p
 void mla_attn(const cpu::MlaCacheView& kv, const int32_t* pos, int64_t n, const float* q_lat,
               const float* q_pe, int32_t n_heads, float scale, float* out);
 
+// One query of plain attention over positions pos[0, n), in double with a two-pass softmax
+// (contract: cpu/attn_tile.h, whose tiles and online softmax compose to this):
+// out [d_v] = sum_p softmax_p(scale * q . k_p) v_p, q and k_p [d_qk], k_p = k + pos[p] * ldk,
+// v_p = v + pos[p] * ldv.
+void attention(const float* q, const float* k, int64_t ldk, int64_t d_qk, const float* v,
+               int64_t ldv, int64_t d_v, const int32_t* pos, int64_t n, float scale, float* out);
+
 // V3.2 lightning-indexer scores (contract: cpu/indexer_score.h), double accumulation:
 // scores[i] = key_scales[i] * sum_h coef[h] * max(0, dot(q[h, :], e4m3_to_f32(keys_t[:, i]))),
 // keys_t [D, ld] (transposed keys).

@@ -2,7 +2,8 @@
 // paged cache in place (docs/kv_layout.md; no per-step conversion of the cached rows):
 //   naive    K/V expanded from the cached latent through kv_b ("MHA mode"), for prefill chunks:
 //            flash attention over tiles of kMlaPrefillTile cached positions, each tile expanded
-//            once for all the chunk's tokens, online softmax per (token, head);
+//            once for all the chunk's tokens, online softmax per (token, head)
+//            (kernels/cpu/attn_tile: positions in vector lanes, no horizontal sums);
 //   absorbed W_UK folded into the query and W_UV applied after attention, attending directly
 //            over the cached [kv_lora_rank latent ; d_rope key] rows ("MQA mode"), for decode:
 //            kernels/cpu/mla_attn split-K over the thread pool (flash decoding).
@@ -12,6 +13,7 @@
 #include <limits>
 
 #include "base/check.h"
+#include "kernels/cpu/attn_tile.h"
 #include "kernels/cpu/matmul.h"
 #include "kernels/cpu/mla_attn.h"
 #include "kernels/cpu/vec_ops.h"
@@ -137,6 +139,7 @@ void Model::mla_naive(int32_t i_layer, const ForwardBatch& b, int32_t i_seq, con
   const float scale = c.softmax_scale();
   constexpr float kNegInf = -std::numeric_limits<float>::infinity();
   constexpr int32_t kTile = kMlaPrefillTile;
+  static_assert(kTile % cpu::kAttnTileAlign == 0);
   // Tiles some token attends to (dense tokens: every tile up to their position).
   const int32_t n_tiles = (L + kTile - 1) / kTile;
   std::fill(ws.tile_used.begin(), ws.tile_used.begin() + n_tiles, uint8_t{0});
@@ -151,114 +154,84 @@ void Model::mla_naive(int32_t i_layer, const ForwardBatch& b, int32_t i_seq, con
     } else {
       for (int32_t i = 0; i < n; ++i) ws.tile_used[static_cast<size_t>(ps[i] / kTile)] = 1;
     }
-    std::fill_n(ws.run_m.data() + static_cast<size_t>(t) * H, H, kNegInf);
-    std::fill_n(ws.run_l.data() + static_cast<size_t>(t) * H, H, 0.0f);
-    std::fill_n(ws.attn.data() + static_cast<size_t>(t) * H * c.d_v, H * c.d_v, 0.0f);
-  }
-  // Queries head-major, [H, max_tokens, d_qk] (GEMM operands).
-  for (int32_t h = 0; h < H; ++h) {
-    for (int32_t i = 0; i < n_new; ++i) {
-      const float* q = ws.q.data() + (static_cast<size_t>(t_begin + i) * H + h) * d_qk;
-      std::copy(q, q + d_qk,
-                ws.q_heads.data() + (static_cast<size_t>(h) * ws.limits.max_tokens + i) * d_qk);
+    for (int32_t h = 0; h < H; ++h) {  // running max / sum, head-major [H, max_tokens]
+      ws.run_m[static_cast<size_t>(h) * ws.limits.max_tokens + t] = kNegInf;
+      ws.run_l[static_cast<size_t>(h) * ws.limits.max_tokens + t] = 0.0f;
     }
+    std::fill_n(ws.attn.data() + static_cast<size_t>(t) * H * c.d_v, H * c.d_v, 0.0f);
   }
   for (int32_t k = 0; k < n_tiles; ++k) {
     if (k >= dense_end && ws.tile_used[static_cast<size_t>(k)] == 0) continue;
     const int32_t q0 = k * kTile, nt = std::min(kTile, L - q0);
     cpu::mla_load_rows(view, nullptr, q0, nt, ws.tile_lat.data(), ws.tile_pe.data());
     mm(w.kv_b, ws.tile_lat.data(), nt, ws.tile_kv.data());  // [nt, H * (d_nope + d_v)]
-    // Tokens at positions < q0 do not see this tile; the others are [ta, n_new).
+    // The rope keys, shared by every head, transposed: [d_rope, kTile].
+    for (int32_t j = 0; j < nt; ++j) {
+      for (int32_t e = 0; e < dr; ++e)
+        ws.tile_pet[static_cast<size_t>(e) * kTile + j] =
+            ws.tile_pe[static_cast<size_t>(j) * dr + e];
+    }
+    // Tokens at positions < q0 do not see this tile; the others are [ta, n_new). Token i's valid
+    // length in the tile: dense, up to its position; V3.2 sparse, up to its last selected
+    // position in the tile (the unselected ones below it are masked to -inf per head).
     const int32_t ta = std::max(0, q0 - p0), n_tok = n_new - ta;
-    // Per head: S = K_h Q_h^T and (after the online-softmax update) P V_h as two GEMMs through
-    // the matmul kernels (canonical per-(row, token) arithmetic: a token's scores do not depend
-    // on how the prompt was chunked).
+    int32_t* n_valid = ws.tile_nvalid.data();
+    for (int32_t i = 0; i < n_tok; ++i) {
+      const int32_t t = t_begin + ta + i, pos = p0 + ta + i;
+      int32_t n = 0;
+      const int32_t* ps = attended_positions(ws, t, pos, K, n);
+      if (ps == nullptr) {
+        n_valid[i] = std::min(nt, pos + 1 - q0);
+      } else {
+        const int32_t* last = std::lower_bound(ps, ps + n, q0 + nt);
+        n_valid[i] = last != ps && last[-1] >= q0 ? last[-1] - q0 + 1 : 0;
+      }
+    }
+    // Per head, three kernels (kernels/cpu/attn_tile.h): S = Q_h K_h^T over the tile (keys
+    // transposed [d_nope + d_rope, kTile]: the head's nope keys here, the shared rope keys above;
+    // queries and values read in place), the online-softmax step, then o = o * corr + P V_h. Their
+    // arithmetic is per token, so a token's result does not depend on the chunking.
     pool_->parallel_for(H, 1, [&](int64_t h0, int64_t h1, int32_t i_thread) {
-      float* S = ws.tile_s.data() + static_cast<size_t>(i_thread) * ws.limits.max_tokens * kTile;
-      float* PV = ws.tile_pv.data() + static_cast<size_t>(i_thread) * ws.limits.max_tokens * c.d_v;
+      const size_t th = static_cast<size_t>(i_thread);
+      float* S = ws.tile_s.data() + th * ws.limits.max_tokens * kTile;
+      float* kt = ws.tile_kt.data() + th * c.d_nope * kTile;
+      float* corr = ws.tile_corr.data() + th * ws.limits.max_tokens;
       for (auto h = static_cast<int32_t>(h0); h < h1; ++h) {
-        // K_h [kTile, d_qk] = [k_nope | k_pe] rows; V_h^T [d_v, kTile]; both zero past nt, so the
-        // GEMMs always run over kTile positions and a token's sums over positions do not depend
-        // on how many positions the tile holds yet (chunked prefill == one-shot, bit for bit).
-        float* kh = ws.tile_k.data() + static_cast<size_t>(h) * kTile * d_qk;
-        float* vt = ws.tile_vt.data() + static_cast<size_t>(h) * c.d_v * kTile;
         for (int32_t j = 0; j < nt; ++j) {
           const float* kv_j = ws.tile_kv.data() + (static_cast<size_t>(j) * H + h) * d_kv;
-          std::copy(kv_j, kv_j + c.d_nope, kh + static_cast<size_t>(j) * d_qk);
-          std::copy(ws.tile_pe.data() + static_cast<size_t>(j) * dr,
-                    ws.tile_pe.data() + static_cast<size_t>(j + 1) * dr,
-                    kh + static_cast<size_t>(j) * d_qk + c.d_nope);
-          for (int32_t d = 0; d < c.d_v; ++d)
-            vt[static_cast<size_t>(d) * kTile + j] = kv_j[c.d_nope + d];
+          for (int32_t e = 0; e < c.d_nope; ++e) kt[static_cast<size_t>(e) * kTile + j] = kv_j[e];
         }
-        for (int32_t j = nt; j < kTile; ++j) {
-          std::fill_n(kh + static_cast<size_t>(j) * d_qk, d_qk, 0.0f);
-          for (int32_t d = 0; d < c.d_v; ++d) vt[static_cast<size_t>(d) * kTile + j] = 0.0f;
-        }
-        const float* qh =
-            ws.q_heads.data() + (static_cast<size_t>(h) * ws.limits.max_tokens + ta) * d_qk;
-        cpu::matmul_rows(Matrix{DType::kF32, kTile, d_qk, kh, nullptr}, qh, n_tok, S, 0, kTile);
-        // Masked, scaled scores -> probabilities in place; running max / sum / output rescale.
-        for (int32_t i = 0; i < n_tok; ++i) {
-          const int32_t t = t_begin + ta + i, pos = p0 + ta + i;
-          float* row = S + static_cast<size_t>(i) * kTile;
-          int32_t n = 0;
-          const int32_t* ps = attended_positions(ws, t, pos, K, n);
-          const int32_t* s_begin = ps ? std::lower_bound(ps, ps + n, q0) : nullptr;
-          const int32_t* s_end = ps ? std::lower_bound(s_begin, ps + n, q0 + nt) : nullptr;
-          const int32_t n_dense = ps ? 0 : std::min(nt, pos + 1 - q0);
-          float mx = kNegInf;
-          if (ps == nullptr) {
-            for (int32_t j = 0; j < n_dense; ++j) mx = std::max(mx, row[j] * scale);
-          } else {
-            for (const int32_t* it = s_begin; it != s_end; ++it)
-              mx = std::max(mx, row[*it - q0] * scale);
-          }
-          if (mx == kNegInf) {  // nothing attended in this tile
-            std::fill(row, row + kTile, 0.0f);
-            continue;
-          }
-          float& m = ws.run_m[static_cast<size_t>(t) * H + h];
-          float& l = ws.run_l[static_cast<size_t>(t) * H + h];
-          float* o = ws.attn.data() + (static_cast<size_t>(t) * H + h) * c.d_v;
-          const float m_new = std::max(m, mx);
-          if (m != kNegInf && m_new > m) {
-            const float corr = std::exp(m - m_new);
-            l *= corr;
-            for (int32_t d = 0; d < c.d_v; ++d) o[d] *= corr;
-          }
-          m = m_new;
-          if (ps == nullptr) {
-            for (int32_t j = 0; j < n_dense; ++j) {
-              row[j] = std::exp(row[j] * scale - m_new);
-              l += row[j];
-            }
-            std::fill(row + n_dense, row + kTile, 0.0f);
-          } else {
-            int32_t j = 0;
-            for (const int32_t* it = s_begin; it != s_end; ++it) {
-              for (; j < *it - q0; ++j) row[j] = 0.0f;
-              row[j] = std::exp(row[j] * scale - m_new);
-              l += row[j];
-              ++j;
-            }
-            std::fill(row + j, row + kTile, 0.0f);
-          }
-        }
-        // o += P V_h (rows of P with nothing attended are zero).
-        cpu::matmul_rows(Matrix{DType::kF32, c.d_v, kTile, vt, nullptr}, S, n_tok, PV, 0, c.d_v);
-        for (int32_t i = 0; i < n_tok; ++i) {
+        const size_t row0 = static_cast<size_t>(t_begin + ta) * H + h;  // token ta, head h
+        cpu::attn_tile_scores(ws.q.data() + row0 * d_qk, int64_t{H} * d_qk, n_tok, kt, c.d_nope,
+                              ws.tile_pet.data(), dr, kTile, kTile, n_valid, S, kTile);
+        for (int32_t i = 0; i < n_tok; ++i) {  // V3.2: mask the unselected positions
           const int32_t t = t_begin + ta + i;
-          float* o = ws.attn.data() + (static_cast<size_t>(t) * H + h) * c.d_v;
-          const float* pv = PV + static_cast<size_t>(i) * c.d_v;
-          for (int32_t d = 0; d < c.d_v; ++d) o[d] += pv[d];
+          int32_t n = 0;
+          const int32_t* ps = attended_positions(ws, t, p0 + ta + i, K, n);
+          if (ps == nullptr) continue;
+          const int32_t* it = std::lower_bound(ps, ps + n, q0);
+          float* row = S + static_cast<size_t>(i) * kTile;
+          for (int32_t j = 0; j < n_valid[i]; ++j) {
+            if (it != ps + n && *it == q0 + j) {
+              ++it;
+            } else {
+              row[j] = kNegInf;
+            }
+          }
         }
+        const size_t mh = static_cast<size_t>(h) * ws.limits.max_tokens + t_begin + ta;
+        cpu::attn_tile_softmax(S, kTile, n_tok, kTile, n_valid, scale, ws.run_m.data() + mh,
+                               ws.run_l.data() + mh, corr);
+        cpu::attn_tile_pv(
+            S, kTile, n_tok, n_valid, ws.tile_kv.data() + static_cast<size_t>(h) * d_kv + c.d_nope,
+            int64_t{H} * d_kv, c.d_v, corr, ws.attn.data() + row0 * c.d_v, int64_t{H} * c.d_v);
       }
     });
   }
   for (int32_t t = t_begin; t < t_end; ++t) {
     for (int32_t h = 0; h < H; ++h) {
-      const float inv = 1.0f / ws.run_l[static_cast<size_t>(t) * H + h];
+      const float inv =
+          1.0f / ws.run_l[static_cast<size_t>(h) * ws.limits.max_tokens + static_cast<size_t>(t)];
       float* o = ws.attn.data() + (static_cast<size_t>(t) * H + h) * c.d_v;
       for (int32_t d = 0; d < c.d_v; ++d) o[d] *= inv;
     }

@@ -42,12 +42,11 @@ Workspace::Workspace(const ModelConfig& c, const WorkspaceLimits& lim) : limits(
   tile_kv.resize(tile * H * static_cast<size_t>(c.d_nope + c.d_v));
   run_m.resize(T * H);
   run_l.resize(T * H);
-  scores.resize(nt * tile);
-  q_heads.resize(H * T * static_cast<size_t>(c.d_qk()));
-  tile_k.resize(H * tile * static_cast<size_t>(c.d_qk()));
-  tile_vt.resize(H * static_cast<size_t>(c.d_v) * tile);
+  tile_pet.resize(dr * tile);
+  tile_nvalid.resize(T);
+  tile_kt.resize(nt * static_cast<size_t>(c.d_nope) * tile);
   tile_s.resize(nt * T * tile);
-  tile_pv.resize(nt * T * static_cast<size_t>(c.d_v));
+  tile_corr.resize(nt * T);
   tile_used.resize(S / tile + 1);
   const size_t ff =
       static_cast<size_t>(std::max(c.d_ff, std::max(c.n_shared_experts, 1) * c.d_ff_expert));

@@ -65,12 +65,13 @@ struct Workspace {
   // Naive (prefill) form, flash attention over tiles of kMlaPrefillTile cached positions:
   std::vector<float> tile_lat, tile_pe;  // [tile, kv_lora_rank], [tile, d_rope] decoded rows
   std::vector<float> tile_kv;            // [tile, n_heads * (d_nope + d_v)] K_nope/V of the tile
-  std::vector<float> run_m, run_l;       // [max_tokens, n_heads] online softmax max / sum
-  std::vector<float> scores;             // [n_threads, tile]
-  // Per head, as GEMM operands: queries [n_heads, max_tokens, d_qk]; the tile's keys
-  // [n_heads, tile, d_qk] ([k_nope | k_pe]) and transposed values [n_heads, d_v, tile]; per thread
-  // scores / probabilities [n_threads, max_tokens, tile] and P.V [n_threads, max_tokens, d_v].
-  std::vector<float> q_heads, tile_k, tile_vt, tile_s, tile_pv;
+  std::vector<float> run_m, run_l;       // [n_heads, max_tokens] online softmax max / sum
+  std::vector<float> tile_pet;           // [d_rope, tile] the tile's rope keys transposed
+  std::vector<int32_t> tile_nvalid;      // [max_tokens] a token's valid length in the tile
+  // Per thread (one head at a time): the head's nope keys transposed [n_threads, d_nope, tile],
+  // scores / probabilities [n_threads, max_tokens, tile], softmax corrections [n_threads,
+  // max_tokens].
+  std::vector<float> tile_kt, tile_s, tile_corr;
   std::vector<uint8_t> tile_used;  // [max_kv_len / tile + 1] tiles some token attends to
   // FFN / MoE scratch.
   // gate, up: dense FFN [max_tokens, d_ff]; MoE: routed rows in bucket order

@@ -22,10 +22,12 @@
 #include "apps/dsserve/batch_driver.h"
 #include "apps/dsserve/commands.h"
 #include "apps/dsserve/engine_flags.h"
+#include "apps/dsserve/prefill_flops.h"
 #include "base/check.h"
 #include "base/clock.h"
 #include "base/rng.h"
 #include "base/str_cat.h"
+#include "bench/compute_peak.h"
 #include "bench/read_bandwidth.h"
 #include "io/json.h"
 #include "kv/kv_cache.h"
@@ -233,13 +235,28 @@ int run_bench_model(const BenchModelArgs& a) {
   progress("bench-model: measuring read bandwidth (%d threads, %lld MiB)\n", n_threads,
            static_cast<long long>(a.bandwidth_mib));
   const double bw_before = bench::measure_read_gbps(a.bandwidth_mib, n_threads);
-  std::vector<std::pair<std::string, Stat>> rows;  // (test name, tok/s)
+  // Prefill is compute-bound: its FLOP rate against the bf16-dot peak (issue #7's denominator;
+  // what --matmul-dtype bf16 runs on) and the f32 FMA peak, both measured here and now.
+  double bf16_peak = 0, fma_peak = 0;
+  if (!a.context_only && !a.prefill.empty()) {
+    progress("bench-model: measuring the bf16-dot and FMA peaks (%d threads)\n", n_threads);
+    bf16_peak = bench::measure_bf16_dot_gflops(n_threads);
+    fma_peak = bench::measure_fma_gflops(n_threads);
+    j["bf16_dot_peak_gflops"] = bf16_peak;
+    j["fma_peak_gflops"] = fma_peak;
+  }
+  std::vector<std::pair<std::string, Stat>> rows;          // (test name, tok/s)
+  std::vector<std::pair<int32_t, double>> prefill_gflops;  // (n, GFLOP/s at the mean tok/s)
   for (int32_t n : a.context_only ? std::vector<int32_t>{} : a.prefill) {
     progress("bench-model: pp%d\n", n);
     const Stat s = stat_of(bench_prefill(m, a, n, rng));
     rows.emplace_back(str_cat("pp", n), s);
     j[str_cat("prefill_", n, "_tok_s")] = s.mean;
     j[str_cat("prefill_", n, "_tok_s_stddev")] = s.stddev;
+    const double gflops = prefill_flops(c, n) / n * s.mean * 1e-9;
+    prefill_gflops.emplace_back(n, gflops);
+    j[str_cat("prefill_", n, "_gflops")] = gflops;
+    j[str_cat("prefill_", n, "_bf16_peak_pct")] = 100.0 * gflops / bf16_peak;
   }
   double bs1_tok_s = 0;
   // Batch 1 is bracketed by its own bandwidth samples: the VM's memory bandwidth switches
@@ -312,6 +329,17 @@ int run_bench_model(const BenchModelArgs& a) {
               roofline);
   if (bs1_tok_s > 0) std::printf("; decode bs1 reaches %.1f%% of it", 100.0 * bs1_tok_s / roofline);
   std::printf("\n");
+  if (!prefill_gflops.empty()) {
+    std::printf(
+        "prefill arithmetic (weights, attention, last-token lm_head; measured peaks: bf16 "
+        "dot %.1f, f32 FMA %.1f GFLOP/s):\n",
+        bf16_peak, fma_peak);
+    for (const auto& [n, g] : prefill_gflops) {
+      std::printf(
+          "  pp%-6d %8.1f GFLOP/s = %5.1f%% of the bf16-dot peak, %5.1f%% of the FMA peak\n", n, g,
+          100.0 * g / bf16_peak, 100.0 * g / fma_peak);
+    }
+  }
   if (!ctx.empty()) {
     if (a.context_fill == "synthetic")
       std::printf(

@@ -15,7 +15,7 @@
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 #include "hwy/highway.h"
 // (after foreach_target: re-included once per target)
-#include "bench/micro/fma_chains-inl.h"
+#include "bench/fma_chains-inl.h"
 
 #if HWY_ONCE
 #include <benchmark/benchmark.h>

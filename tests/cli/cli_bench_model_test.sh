@@ -49,7 +49,7 @@ print(total + routed * k // n_exp)
 PY
 }
 
-check_json() {  # check_json FILE EXPECTED_BYTES CONTEXTS
+check_json() {  # check_json FILE EXPECTED_BYTES CONTEXTS MODEL_DIR
   /usr/bin/python3 - "$@" <<'PY'
 import json, sys
 o = json.load(open(sys.argv[1]))
@@ -66,6 +66,39 @@ assert o["read_gbps"] == max(o[k] for k in ["read_gbps_before", "read_gbps_after
                                             "read_gbps_bs1_before", "read_gbps_bs1_after"])
 first = sys.argv[3].split(",")[0]
 assert o["decode_ctx_%s_tpot_ratio" % first] == 1.0
+# Prefill GFLOP/s: an independent count from config.json of what apps/dsserve/prefill_flops.h
+# defines (2 per multiply-add; projections and FFN/experts per token, kv_b per position, causal
+# (V3.2: top-k limited) pairs, the V3.2 indexer, lm_head for the last token), times the measured
+# tok/s; the percentages against the peaks measured in the same run.
+cfg = json.load(open(sys.argv[4] + "/config.json"))
+d, H = cfg["hidden_size"], cfg["num_attention_heads"]
+nope, rope, dv = cfg["qk_nope_head_dim"], cfg["qk_rope_head_dim"], cfg["v_head_dim"]
+R, Q = cfg["kv_lora_rank"], cfg.get("q_lora_rank") or 0
+topk = cfg.get("index_topk", 0)
+HI, D = cfg.get("index_n_heads", 0), cfg.get("index_head_dim", 0)
+def flops(n):
+    qk = nope + rope
+    proj = (d * Q + Q * H * qk if Q else d * H * qk) + d * (R + rope) + H * dv * d
+    if topk:
+        proj += Q * HI * D + d * D + d * HI
+    pairs = sum(min(t + 1, topk) if topk else t + 1 for t in range(n))
+    macs = 0
+    for i in range(cfg["num_hidden_layers"]):
+        macs += n * proj + n * R * H * (nope + dv) + pairs * H * (qk + dv)
+        if topk:
+            macs += n * (n + 1) // 2 * HI * D
+        if i >= cfg["first_k_dense_replace"]:
+            macs += n * (d * cfg["n_routed_experts"] + (cfg["num_experts_per_tok"] +
+                     cfg["n_shared_experts"]) * 3 * d * cfg["moe_intermediate_size"])
+        else:
+            macs += n * 3 * d * cfg["intermediate_size"]
+    return 2 * (macs + d * cfg["vocab_size"])
+assert o["bf16_dot_peak_gflops"] > 0 and o["fma_peak_gflops"] > 0
+for n in (16, 32):
+    g = flops(n) / n * o["prefill_%d_tok_s" % n] * 1e-9
+    assert abs(o["prefill_%d_gflops" % n] - g) <= 1e-9 * g, (n, o["prefill_%d_gflops" % n], g)
+    pct = 100 * g / o["bf16_dot_peak_gflops"]
+    assert abs(o["prefill_%d_bf16_peak_pct" % n] - pct) <= 1e-9 * pct, (n, pct)
 PY
 }
 
@@ -81,7 +114,7 @@ for preset in tiny tiny-v32; do
   "$bin" bench-model --model "$tmp/$preset" "${small[@]}" --decode-context 8,40 --json \
     >"$tmp/$preset.json" 2>"$tmp/$preset.err"
   check "bench-model --json on $preset exits 0" test $? -eq 0
-  check "bench-model JSON on $preset" check_json "$tmp/$preset.json" "$expected" 8,40
+  check "bench-model JSON on $preset" check_json "$tmp/$preset.json" "$expected" 8,40 "$tmp/$preset"
 done
 
 # Human output: the tables and the roofline line.
@@ -90,6 +123,7 @@ check "bench-model (tables) exits 0" test $? -eq 0
 check "prefill row" grep -q "| pp32 " "$tmp/human.out"
 check "decode row" grep -q "| tg4 bs2 " "$tmp/human.out"
 check "roofline line" grep -q "roofline at batch 1: .* tok/s; decode bs1 reaches" "$tmp/human.out"
+check "prefill peak line" grep -q "pp32 .* GFLOP/s = .*% of the bf16-dot peak" "$tmp/human.out"
 
 # --weight-dtype bf16: the count follows the converted weights (more bytes than FP8).
 "$bin" bench-model --model "$tmp/tiny" "${small[@]}" --weight-dtype bf16 --json \

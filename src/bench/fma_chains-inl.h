@@ -1,10 +1,11 @@
-// FP32 FMA peak kernel shared by roofline_bench and the kernel benchmarks that report a fraction of
-// it (per-target body: include after foreach_target, like the kernels' -inl.h files).
-#if defined(DSS_BENCH_MICRO_FMA_CHAINS_INL_H_) == defined(HWY_TARGET_TOGGLE)
-#ifdef DSS_BENCH_MICRO_FMA_CHAINS_INL_H_
-#undef DSS_BENCH_MICRO_FMA_CHAINS_INL_H_
+// FP32 FMA peak kernel shared by bench/compute_peak.h (roofline_bench, `dsserve bench-model`) and
+// the kernel benchmarks that report a fraction of it (per-target body: include after
+// foreach_target, like the kernels' -inl.h files).
+#if defined(DSS_BENCH_FMA_CHAINS_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef DSS_BENCH_FMA_CHAINS_INL_H_
+#undef DSS_BENCH_FMA_CHAINS_INL_H_
 #else
-#define DSS_BENCH_MICRO_FMA_CHAINS_INL_H_
+#define DSS_BENCH_FMA_CHAINS_INL_H_
 #endif
 
 #include <cstdint>
@@ -37,4 +38,4 @@ inline double FmaChains(int64_t iters, float* sink) {
 }  // namespace dss::bench::HWY_NAMESPACE
 HWY_AFTER_NAMESPACE();
 
-#endif  // DSS_BENCH_MICRO_FMA_CHAINS_INL_H_
+#endif  // DSS_BENCH_FMA_CHAINS_INL_H_

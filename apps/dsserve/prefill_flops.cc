@@ -1,0 +1,39 @@
+#include "apps/dsserve/prefill_flops.h"
+
+#include <algorithm>
+
+namespace dss::app {
+
+double prefill_flops(const ModelConfig& c, int64_t n) {
+  const double d = c.d_model, H = c.n_heads, qk = c.d_qk(), dv = c.d_v;
+  const double R = c.kv_lora_rank, Q = c.q_lora_rank;
+  const double tokens = static_cast<double>(n);
+  // Multiply-adds per token and layer, attention projections (+ the V3.2 indexer's).
+  double attn_proj = (Q > 0 ? d * Q + Q * H * qk : d * H * qk) + d * (R + c.d_rope) + H * dv * d;
+  const bool v32 = c.index_topk > 0;
+  const double HI = c.index_n_heads, D = c.index_head_dim;
+  if (v32) attn_proj += Q * HI * D + d * D + d * HI;
+  // (token, position) pairs: causal, V3.2 at most index_topk per token; indexer: all causal.
+  double pairs = 0, causal_pairs = 0;
+  for (int64_t t = 0; t < n; ++t) {
+    causal_pairs += static_cast<double>(t + 1);
+    pairs += static_cast<double>(v32 ? std::min<int64_t>(t + 1, c.index_topk) : t + 1);
+  }
+  double macs = 0;
+  for (int32_t i = 0; i < c.n_layers; ++i) {
+    macs += tokens * attn_proj;
+    macs += tokens * R * H * (c.d_nope + dv);  // kv_b over every position of the chunk
+    macs += pairs * H * (qk + dv);
+    if (v32) macs += causal_pairs * HI * D;
+    if (c.is_moe_layer(i)) {
+      const double F = c.d_ff_expert;
+      macs += tokens * (d * c.n_experts + (c.n_experts_per_tok + c.n_shared_experts) * 3 * d * F);
+    } else {
+      macs += tokens * 3 * d * c.d_ff;
+    }
+  }
+  macs += d * c.n_vocab;  // lm_head, last token
+  return 2 * macs;
+}
+
+}  // namespace dss::app

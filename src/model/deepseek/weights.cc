@@ -1,9 +1,12 @@
 #include "model/deepseek/weights.h"
 
+#include <malloc.h>
+
 #include <cmath>
 #include <cstring>
 #include <map>
 
+#include "base/check.h"
 #include "tensor/tiled_layout.h"
 
 namespace dss {
@@ -179,6 +182,53 @@ OwnedMatrix transpose_uk(const Matrix& kv_b, int64_t H, int64_t d_nope, int64_t 
   return t;
 }
 
+// Moves every owned matrix a view reads into one huge-page buffer (ModelWeights::arena), re-points
+// the views, frees each owned buffer as soon as it is copied (peak memory: the weights plus one
+// matrix) and drops the owned matrices no view reads.
+void pack_into_arena(ModelWeights& w) {
+  std::map<const void*, OwnedMatrix*> read;  // owned data -> its matrix, for the read ones
+  std::map<const void*, OwnedMatrix*> by_data;
+  for (OwnedMatrix& o : w.owned) by_data[o.data.data()] = &o;
+  for_each_matrix(w, [&](Matrix& m) {
+    if (auto it = by_data.find(m.data); it != by_data.end()) read[m.data] = it->second;
+  });
+  auto align = [](size_t n) { return (n + 63) / 64 * 64; };
+  size_t total = 0;
+  for (const auto& [data, o] : read) total += align(o->data.size()) + align(o->scales.size() * 4);
+  w.arena = HugeBuffer(total);
+  struct Moved {
+    const void* data;
+    const float *old_scales, *scales;
+  };
+  std::map<const void*, Moved> moved;  // old data -> new place
+  size_t off = 0;
+  for (auto& [data, o] : read) {
+    uint8_t* d = w.arena.data() + off;
+    std::memcpy(d, o->data.data(), o->data.size());
+    off += align(o->data.size());
+    float* sc = nullptr;
+    if (!o->scales.empty()) {
+      sc = reinterpret_cast<float*>(w.arena.data() + off);
+      std::memcpy(sc, o->scales.data(), o->scales.size() * 4);
+      off += align(o->scales.size() * 4);
+    }
+    moved[data] = {d, o->scales.empty() ? nullptr : o->scales.data(), sc};
+    std::vector<uint8_t>().swap(o->data);  // the old addresses stay map keys only
+    std::vector<float>().swap(o->scales);
+  }
+  DSS_CHECK(off == total, "arena layout");
+  for_each_matrix(w, [&](Matrix& m) {
+    if (auto it = moved.find(m.data); it != moved.end()) {
+      m.data = it->second.data;
+      if (m.scales != nullptr && m.scales == it->second.old_scales) m.scales = it->second.scales;
+    }
+  });
+  w.owned.clear();
+  // The freed buffers below glibc's (adaptive) mmap threshold sit in the heap; hand their pages
+  // back (else the process keeps ~the weights' size twice as resident memory).
+  malloc_trim(0);
+}
+
 }  // namespace
 
 Result<ModelWeights> load_weights(const Checkpoint& ck, const ModelConfig& c,
@@ -262,6 +312,7 @@ Result<ModelWeights> load_weights(const Checkpoint& ck, const ModelConfig& c,
     w.layers.push_back(std::move(L));
   }
   w.bytes_by_dtype = ld.bytes();
+  pack_into_arena(w);
   return w;
 }
 

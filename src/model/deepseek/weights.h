@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "base/huge_buffer.h"
 #include "base/status.h"
 #include "io/checkpoint.h"
 #include "io/model_config.h"
@@ -74,9 +75,43 @@ struct ModelWeights {
   // Bytes by dtype name (F8_E4M3 includes its scales' F32 bytes under "F32"; I8 its row scales).
   std::vector<std::pair<std::string, size_t>> bytes_by_dtype;
   // Weights converted or tiled at load (`--weight-dtype`, `--weight-layout`): the Matrix views
-  // above point into these.
+  // above point into these while loading; load_weights then moves the ones a view reads into
+  // `arena` (and drops the others: a conversion's row-major copy that was then tiled), so a
+  // loaded model's `owned` is empty.
   std::vector<OwnedMatrix> owned;
+  // One buffer on transparent huge pages (base/huge_buffer.h) holding every converted or tiled
+  // matrix and its scales, 64-byte aligned: a decode or prefill step streams ~all of it, and 4 KiB
+  // pages cost a page walk per 4 KiB (a DRAM-latency miss in a bandwidth-bound GEMV) and, on
+  // virtual machines whose host tracks guest pages, a trap per page touched after a pause.
+  HugeBuffer arena;
 };
+
+// Calls fn(Matrix&) on every matrix view of w (embedding, lm_head, attention incl. W_UK^T and the
+// V3.2 indexer, router, FFNs and experts).
+template <typename Fn>
+void for_each_matrix(ModelWeights& w, Fn&& fn) {
+  auto ffn = [&](FfnWeights& f) {
+    fn(f.gate);
+    fn(f.up);
+    fn(f.down);
+  };
+  fn(w.embed);
+  fn(w.lm_head);
+  for (LayerWeights& L : w.layers) {
+    MlaWeights& a = L.mla;
+    for (Matrix* m : {&a.q_a, &a.q_b, &a.kv_a, &a.kv_b, &a.o, &a.w_uk_t}) fn(*m);
+    if (a.has_indexer) {
+      for (Matrix* m : {&a.indexer.wq_b, &a.indexer.wk, &a.indexer.weights_proj}) fn(*m);
+    }
+    if (L.is_moe) {
+      fn(L.moe.router);
+      for (FfnWeights& e : L.moe.experts) ffn(e);
+      if (L.moe.has_shared) ffn(L.moe.shared);
+    } else {
+      ffn(L.dense);
+    }
+  }
+}
 
 // Looks up and validates every tensor the config implies: presence, dtype (F8 needs its
 // weight_scale_inv of the right shape, I8 its weight_scale [rows, 1] of finite positive F32),

@@ -2,10 +2,12 @@
 // absorbed decode query) holds exactly kv_b's values, for every way the weights can be loaded:
 // FP8 as stored (codes and block scales moved) row-major and tiled, FP8 whose heads cannot keep
 // their own scale blocks (F32 values), and converted at load to BF16 (elements moved) and INT8
-// (per-row scales cannot follow a transpose: F32 values).
+// (per-row scales cannot follow a transpose: F32 values). And the arena: every converted or
+// tiled matrix lives in ModelWeights::arena after load with the values it had.
 #include <gtest/gtest.h>
 
 #include <string>
+#include <vector>
 
 #include "io/checkpoint.h"
 #include "io/model_config.h"
@@ -58,6 +60,72 @@ TEST(Weights, UkTransposedHoldsKvBValues) {
   QuantPolicy int8;
   int8.to = DType::kI8;
   expect_uk_transposed("tiny-v3", &int8, false, DType::kF32);
+}
+
+std::vector<Matrix*> matrices(ModelWeights& w) {
+  std::vector<Matrix*> v;
+  for_each_matrix(w, [&](Matrix& m) { v.push_back(&m); });
+  return v;
+}
+
+// Loads `name` twice, row-major on the mapping (`convert` applied: those copies are owned too)
+// and tiled, and checks the second's views: every tiled or converted one inside the arena (data
+// and scales), nothing left in `owned`, every element equal to the first's.
+void expect_arena_holds_weights(const std::string& name, const QuantPolicy* convert) {
+  SCOPED_TRACE(name + (convert ? " converted" : ""));
+  const std::string dir = std::string(DSS_TEST_DATA) + "/golden/" + name;
+  auto cfg = ModelConfig::load(dir);
+  ASSERT_TRUE(cfg.is_ok()) << cfg.status().message();
+  auto ck = Checkpoint::open(dir);
+  ASSERT_TRUE(ck.is_ok()) << ck.status().message();
+  auto ref = load_weights(*ck, *cfg, convert, false);
+  auto w = load_weights(*ck, *cfg, convert, true);
+  ASSERT_TRUE(ref.is_ok() && w.is_ok());
+  EXPECT_TRUE(w->owned.empty());
+  const uint8_t* lo = w->arena.data();
+  const uint8_t* hi = lo + w->arena.size();
+  auto inside = [&](const void* p, size_t n) {
+    const auto* b = static_cast<const uint8_t*>(p);
+    return b >= lo && b + n <= hi;
+  };
+  const std::vector<Matrix*> a = matrices(*ref), b = matrices(*w);
+  ASSERT_EQ(a.size(), b.size());
+  int64_t n_in_arena = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    const Matrix& x = *a[i];
+    const Matrix& y = *b[i];
+    if (y.empty()) continue;
+    const bool owned = y.layout == WeightLayout::kTiled || x.data != y.data;
+    if (owned) {
+      ++n_in_arena;
+      EXPECT_TRUE(inside(y.data, static_cast<size_t>(y.data_bytes()))) << i;
+      if (y.dtype == DType::kF8E4M3) {
+        EXPECT_TRUE(inside(y.scales, static_cast<size_t>(y.n_scale_rows() * y.n_scale_cols()) * 4))
+            << i;
+      }
+      if (y.dtype == DType::kI8) {
+        EXPECT_TRUE(inside(y.scales, static_cast<size_t>(y.n_rows) * 4)) << i;
+      }
+    }
+    ASSERT_EQ(x.dtype, y.dtype) << i;
+    ASSERT_EQ(x.n_rows, y.n_rows) << i;
+    ASSERT_EQ(x.n_cols, y.n_cols) << i;
+    for (int64_t r = 0; r < x.n_rows; ++r) {
+      for (int64_t c = 0; c < x.n_cols; ++c) ASSERT_EQ(x.at(r, c), y.at(r, c)) << i << " " << r;
+    }
+  }
+  EXPECT_GT(n_in_arena, 0);
+}
+
+TEST(Weights, TiledAndConvertedCopiesLiveInTheArena) {
+  expect_arena_holds_weights("tiny-v3", nullptr);
+  expect_arena_holds_weights("tiny-v32", nullptr);
+  QuantPolicy bf16;
+  bf16.to = DType::kBF16;
+  expect_arena_holds_weights("tiny-v3", &bf16);
+  QuantPolicy int8;
+  int8.to = DType::kI8;
+  expect_arena_holds_weights("tiny-v3", &int8);
 }
 
 }  // namespace

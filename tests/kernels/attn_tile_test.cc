@@ -23,6 +23,7 @@
 #define DSS_TESTS_KERNELS_ATTN_TILE_TEST_HELPERS_
 #include "base/rng.h"
 #include "kernels/ref/ref_kernels.h"
+#include "tests/kernels/rel_rms.h"
 namespace dss::test {
 
 // One head's problem: keys [L, d_a + d_b] and values [L, d_v] row-major, queries [n_tok, d_a +
@@ -63,15 +64,6 @@ inline std::vector<float> reference(const AttnProblem& pb, float scale) {
                    static_cast<int64_t>(a.size()), scale, out.data() + i * pb.d_v);
   }
   return out;
-}
-
-inline double rel_rms(const float* got, const float* want, int64_t n) {
-  double num = 0.0, den = 1e-30;
-  for (int64_t i = 0; i < n; ++i) {
-    num += (static_cast<double>(got[i]) - want[i]) * (static_cast<double>(got[i]) - want[i]);
-    den += static_cast<double>(want[i]) * want[i];
-  }
-  return std::sqrt(num / den);
 }
 
 }  // namespace dss::test

@@ -22,6 +22,7 @@
 #include "base/rng.h"
 #include "kernels/ref/ref_kernels.h"
 #include "kv/kv_cache.h"
+#include "tests/kernels/rel_rms.h"
 namespace dss::test {
 // A one-layer cache of n_pos positions with random rows, and its view through a shuffled page
 // table (pages handed out in a scrambled order).
@@ -56,14 +57,6 @@ struct PagedRows {
   std::vector<int32_t> pages;
   cpu::MlaCacheView view;
 };
-inline double rel_rms(const std::vector<float>& got, const std::vector<float>& want) {
-  double num = 0.0, den = 1e-30;
-  for (size_t i = 0; i < got.size(); ++i) {
-    num += (static_cast<double>(got[i]) - want[i]) * (static_cast<double>(got[i]) - want[i]);
-    den += static_cast<double>(want[i]) * want[i];
-  }
-  return std::sqrt(num / den);
-}
 }  // namespace dss::test
 #endif
 
@@ -140,7 +133,9 @@ void TestMlaAttnMatchesRef() {
             }
             std::vector<float> got(want.size());
             MlaAttnMerge(n_parts, m.data(), l.data(), o.data(), H, R, got.data());
-            EXPECT_LE(test::rel_rms(got, want), 2e-5) << "parts " << n_parts << " dense " << dense;
+            EXPECT_LE(test::rel_rms(got.data(), want.data(), static_cast<int64_t>(got.size())),
+                      2e-5)
+                << "parts " << n_parts << " dense " << dense;
           }
         }
       }

@@ -14,7 +14,7 @@ if [ ! -d "$dir/.git" ]; then
   trap 'rm -rf "$work"' EXIT
   (cd "$work" && npm pack --silent "node-llama-cpp@$version" >/dev/null)
   tar -xzf "$work"/node-llama-cpp-*.tgz -C "$work" package/llama/gitRelease.bundle
-  git clone -q "$work/package/llama/gitRelease.bundle" "$dir"
+  git -c advice.detachedHead=false clone -q "$work/package/llama/gitRelease.bundle" "$dir"
 fi
 git -C "$dir" log -1 --format='llama.cpp %h (%cs)'
 cmake -S "$dir" -B "$dir/build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=ON \

@@ -176,6 +176,7 @@ void Model::mla_naive(int32_t i_layer, const ForwardBatch& b, int32_t i_seq, con
     // position in the tile (the unselected ones below it are masked to -inf per head).
     const int32_t ta = std::max(0, q0 - p0), n_tok = n_new - ta;
     int32_t* n_valid = ws.tile_nvalid.data();
+    bool any_sparse = false;  // some token has a V3.2 selection: per-head masking needed
     for (int32_t i = 0; i < n_tok; ++i) {
       const int32_t t = t_begin + ta + i, pos = p0 + ta + i;
       int32_t n = 0;
@@ -183,6 +184,7 @@ void Model::mla_naive(int32_t i_layer, const ForwardBatch& b, int32_t i_seq, con
       if (ps == nullptr) {
         n_valid[i] = std::min(nt, pos + 1 - q0);
       } else {
+        any_sparse = true;
         const int32_t* last = std::lower_bound(ps, ps + n, q0 + nt);
         n_valid[i] = last != ps && last[-1] >= q0 ? last[-1] - q0 + 1 : 0;
       }
@@ -204,7 +206,7 @@ void Model::mla_naive(int32_t i_layer, const ForwardBatch& b, int32_t i_seq, con
         const size_t row0 = static_cast<size_t>(t_begin + ta) * H + h;  // token ta, head h
         cpu::attn_tile_scores(ws.q.data() + row0 * d_qk, int64_t{H} * d_qk, n_tok, kt, c.d_nope,
                               ws.tile_pet.data(), dr, kTile, kTile, n_valid, S, kTile);
-        for (int32_t i = 0; i < n_tok; ++i) {  // V3.2: mask the unselected positions
+        for (int32_t i = 0; any_sparse && i < n_tok; ++i) {  // V3.2: mask the unselected
           const int32_t t = t_begin + ta + i;
           int32_t n = 0;
           const int32_t* ps = attended_positions(ws, t, p0 + ta + i, K, n);

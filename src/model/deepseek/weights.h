@@ -81,8 +81,9 @@ struct ModelWeights {
   std::vector<OwnedMatrix> owned;
   // One buffer on transparent huge pages (base/huge_buffer.h) holding every converted or tiled
   // matrix and its scales, 64-byte aligned: a decode or prefill step streams ~all of it, and 4 KiB
-  // pages cost a page walk per 4 KiB (a DRAM-latency miss in a bandwidth-bound GEMV) and, on
-  // virtual machines whose host tracks guest pages, a trap per page touched after a pause.
+  // pages cost a page walk per 4 KiB (a DRAM-latency miss in a bandwidth-bound GEMV). On the dev
+  // VM 4 KiB pages also stalled a matrix read after a pause (lm_head after a prefill: 16-183 ms
+  // instead of 5); the cause there was not pinned down.
   HugeBuffer arena;
 };
 

@@ -11,10 +11,12 @@ HWY_BEFORE_NAMESPACE();
 namespace dss::bench::HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
-// 5 independent bf16-pair dot chains x iters (each op: 2 x Lanes(f32) products, accumulated);
-// 5 x 2 accumulators fit the 16 AVX2 registers with the operands and temporaries (8 or 6 spilled,
-// which measured the store-forwarding latency instead of the arithmetic). Every op reads a new bf16
-// vector (10 vectors cycled, L1-resident) against one fixed vector, as a dot-product kernel streams
+// Independent bf16-pair dot chains x iters (each op: 2 x Lanes(f32) products, accumulated). Without
+// vdpbf16ps: 5 widen-multiply chains of 2 accumulators, which fit the 16 AVX2 registers with the
+// operands and temporaries (8 or 6 spilled, which measured the store-forwarding latency instead of
+// the arithmetic). With AVX512-BF16: 16 vdpbf16ps chains (32 registers; 10 chains were latency
+// bound on Zen 5: 606 against 712 GFLOP/s at 2 threads, 16 and 24 chains equal). Every op reads a
+// new bf16 vector (L1-resident, cycled) against one fixed vector, as a dot-product kernel streams
 // one operand: the widening is measured with the FMAs (loop-invariant operands would let the
 // compiler widen once and merge the chains).
 double Bf16Chains(int64_t iters, float* sink) {
@@ -26,7 +28,7 @@ double Bf16Chains(int64_t iters, float* sink) {
   const hn::ScalableTag<float> df;
   const hn::Repartition<hwy::bfloat16_t, decltype(df)> dbf;
   using V = hn::Vec<decltype(df)>;
-  constexpr size_t kVecs = 16;
+  constexpr size_t kVecs = 18;
   const size_t nb = hn::Lanes(dbf);
   HWY_ALIGN hwy::bfloat16_t xs[kVecs * hn::MaxLanes(dbf)];
   HWY_ALIGN hwy::bfloat16_t ys[hn::MaxLanes(dbf)];
@@ -41,21 +43,23 @@ double Bf16Chains(int64_t iters, float* sink) {
     b[k] = hn::Zero(df);
   }
 #if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
-  if (__builtin_cpu_supports("avx512bf16")) {  // 2 * kChains chains of one op each
+  if (__builtin_cpu_supports("avx512bf16")) {  // kDotChains chains of one op each
+    constexpr int kDotChains = 16;
+    static_assert(kDotChains + 2 <= kVecs);
     const hn::Repartition<uint32_t, decltype(df)> du;
     const auto yu = hn::BitCast(du, y);
-    V acc[2 * kChains];
+    V acc[kDotChains];
     for (auto& v : acc) v = hn::Zero(df);
     for (int64_t i = 0; i < iters; ++i) {
-      const auto* x = reinterpret_cast<const uint32_t*>(xs + static_cast<size_t>(i & 1) * 6 * nb);
-      for (int k = 0; k < 2 * kChains; ++k)
+      const auto* x = reinterpret_cast<const uint32_t*>(xs + static_cast<size_t>(i & 1) * 2 * nb);
+      for (int k = 0; k < kDotChains; ++k)
         acc[k] = dss::cpu::HWY_NAMESPACE::DotBf16Pairs(acc[k], hn::Load(du, x + k * nb / 2), yu);
     }
     auto s = acc[0];
-    for (int k = 1; k < 2 * kChains; ++k) s = hn::Add(s, acc[k]);
+    for (int k = 1; k < kDotChains; ++k) s = hn::Add(s, acc[k]);
     *sink += hn::GetLane(s);
     // Each vdpbf16ps: Lanes(f32) lanes x 2 products x (multiply + add).
-    return 2.0 * kChains * 4.0 * static_cast<double>(hn::Lanes(df)) * static_cast<double>(iters);
+    return kDotChains * 4.0 * static_cast<double>(hn::Lanes(df)) * static_cast<double>(iters);
   }
 #endif
   for (int64_t i = 0; i < iters; ++i) {

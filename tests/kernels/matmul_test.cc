@@ -28,17 +28,19 @@ struct RandomMatrix {
   std::vector<float> scales;
 };
 // MatmulArith::kBf16Dot's canonical arithmetic (kernels/cpu/matmul_bf16-inl.h), emulated in
-// scalar code from its definition: xs = bf16(fl(x * f)) (round to nearest even; a bf16 subnormal
-// reads as zero), weights as bf16 (FP8: value * 2^-8, subnormal codes zero), per 128-column block
-// the pairs (c, c + 1) in order, odd column first, each an exact product added with one rounding
-// and a subnormal sum flushed to zero, block sums added in order. w is row-major FP8 or BF16.
+// scalar code from its definition: xs = bf16(fl(x * f)) (round to nearest even; an f32 subnormal
+// product as zero, as vcvtne2ps2bf16), weights as bf16 (FP8: value * 2^-8, subnormal codes zero),
+// per 128-column block the pairs (c, c + 1) in order, odd column first, each an exact product added
+// with one rounding and a subnormal sum flushed to zero, block sums added in order. w is row-major
+// FP8 or BF16.
 inline float bf16_round(float v) {
+  if (std::fpclassify(v) == FP_SUBNORMAL) return 0.0f;  // a normal float rounds to a normal bf16
   uint32_t u;
   std::memcpy(&u, &v, 4);
   u = (u + ((u >> 16) & 1u) + 0x7FFFu) & 0xFFFF0000u;
   float r;
   std::memcpy(&r, &u, 4);
-  return std::fpclassify(r) == FP_SUBNORMAL ? 0.0f : r;
+  return r;
 }
 inline float ftz(float v) { return std::fpclassify(v) == FP_SUBNORMAL ? 0.0f : v; }
 inline void emulate_bf16_dot(const Matrix& w, const float* x, int64_t n_tok, float* y) {
@@ -394,6 +396,10 @@ void TestMatmulTiledBf16Dot() {
           x[static_cast<size_t>(2 * cols + c)] *= c % 3 == 0 ? 0x1p-120f : 1.0f;
           x[static_cast<size_t>(3 * cols + c)] = c % 4 == 0 ? 0.0f : x[3 * cols + c];
         }
+      }
+      if (dt == DType::kBF16) {  // token 3: f32 subnormals that round to nearest 2^-126 (xs 0)
+        for (int64_t c = 0; c < cols; ++c)
+          x[static_cast<size_t>(3 * cols + c)] = (c % 2 == 0 ? 1.0f : -1.0f) * 0x1.fffffcp-127f;
       }
       std::vector<float> all(static_cast<size_t>(n_tok * rows)), emu(all.size()), ref(all.size());
       MatmulRows(t, x.data(), n_tok, all.data(), 0, rows);

@@ -59,6 +59,15 @@ HWY_INLINE hn::Vec512<float> DotBf16Pairs(hn::Vec512<float> acc, hn::Vec512<uint
   asm("vdpbf16ps %2, %1, %0" : "+v"(acc.raw) : "v"(a.raw), "v"(b.raw));
   return acc;
 }
+// vcvtne2ps2bf16 (AVX512-BF16, same caveats): the 32 values lo[0..15], hi[0..15] as bf16 words in
+// that order (so 32-bit lane p holds the pair (2p, 2p + 1), the even one low): round to nearest
+// even, f32 subnormal inputs as zero of their sign (Intel SDM; checked on Zen 5 against that
+// model over 64M random non-NaN values: no mismatch, and 0x007FFFFF gives 0, not 2^-126).
+HWY_INLINE hn::Vec512<uint32_t> Bf16PairsOf(hn::Vec512<float> lo, hn::Vec512<float> hi) {
+  hn::Vec512<uint32_t> out;
+  asm("vcvtne2ps2bf16 %2, %1, %0" : "=v"(out.raw) : "v"(hi.raw), "v"(lo.raw));
+  return out;
+}
 #else
 inline constexpr bool kTargetHasBf16Dot = false;
 #endif

@@ -23,8 +23,9 @@ namespace hn = hwy::HWY_NAMESPACE;
 
 #if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
 // The canonical arithmetic of kBf16Dot, per (row r, token t), of every path and batch:
-//   xs(t, c) = bf16(fl(x[t, c] * f)), round to nearest even, f the tile's x factor (TiledView::
-//     x_factor: fl(scale * 2^8) for FP8, 1 for BF16);
+//   xs(t, c) = bf16(fl(x[t, c] * f)), round to nearest even with an f32 subnormal product as zero
+//     (vcvtne2ps2bf16), f the tile's x factor (TiledView::x_factor: fl(scale * 2^8) for FP8, 1 for
+//     BF16);
 //   wb(r, c) = the weight as bf16: the BF16 value, or the e4m3 value times 2^-8 (exact; e4m3
 //     subnormal codes, below 2^-6 times the block scale, count as zero);
 //   per block of kTiledCols columns, pairs (c, c + 1) in order (a ragged last pair pads with zero):
@@ -79,32 +80,52 @@ HWY_INLINE void Bf16PairColumns(const T* HWY_RESTRICT p, bool second, VPairs& v0
   v1 = hn::BitCast(DU32x16(), hn::InterleaveUpper(d16, a, b));
 }
 
-// bf16(v) round to nearest even, in the upper half of each 32-bit lane (the lower half is junk).
-HWY_INLINE hn::Vec<DU32x16> RoundToBf16High(hn::Vec<hn::ScalableTag<float>> v) {
-  const DU32x16 du;
-  const auto u = hn::BitCast(du, v);
-  const auto lsb = hn::And(hn::ShiftRight<16>(u), hn::Set(du, 1u));
-  return hn::Add(u, hn::Add(lsb, hn::Set(du, 0x7FFFu)));
+// y[t, r] for the rows of tile ti inside [r_begin, r_end), as StoreTileRows<Bf16Slot>: a whole
+// tile's 32 sums per token are two vectors in Bf16Slot order, put in row order by two two-source
+// permutes (rows 0-15: 128-bit blocks v0.0, v1.0, v0.1, v1.1; rows 16-31: v0.2, v1.2, v0.3, v1.3)
+// instead of 32 scalar moves (those were 12% of a 512-token GEMM's samples).
+HWY_INLINE void StoreBf16TileRows(const float* HWY_RESTRICT accb, int64_t n_tok, int64_t ti,
+                                  int64_t r_begin, int64_t r_end, int64_t n_rows,
+                                  float* HWY_RESTRICT y) {
+  const int64_t r0 = ti * kTileRows;
+  if (r0 < r_begin || r0 + kTileRows > std::min(r_end, n_rows)) {
+    return StoreTileRows<Bf16Slot>(accb, n_tok, ti, r_begin, r_end, n_rows, y);
+  }
+  const hn::ScalableTag<float> df;
+  const __m512i lo_idx = _mm512_setr_epi32(0, 1, 2, 3, 16, 17, 18, 19, 4, 5, 6, 7, 20, 21, 22, 23);
+  const __m512i hi_idx =
+      _mm512_setr_epi32(8, 9, 10, 11, 24, 25, 26, 27, 12, 13, 14, 15, 28, 29, 30, 31);
+  for (int64_t j = 0; j < n_tok; ++j) {
+    const auto v0 = hn::Load(df, accb + j * kTileRows);
+    const auto v1 = hn::Load(df, accb + j * kTileRows + 16);
+    float* out = y + j * n_rows + r0;
+    hn::StoreU(hn::Vec512<float>{_mm512_permutex2var_ps(v0.raw, lo_idx, v1.raw)}, df, out);
+    hn::StoreU(hn::Vec512<float>{_mm512_permutex2var_ps(v0.raw, hi_idx, v1.raw)}, df, out + 16);
+  }
 }
+
+// bf16(v) as vcvtne2ps2bf16 rounds it: an f32 subnormal as zero of its sign, else round to nearest
+// even (NaN aside: activations here are finite).
 inline uint16_t RoundToBf16Scalar(float v) {
   uint32_t u;
   std::memcpy(&u, &v, 4);
+  if ((u & 0x7F800000u) == 0) return static_cast<uint16_t>((u >> 16) & 0x8000u);
   return static_cast<uint16_t>((u + ((u >> 16) & 1u) + 0x7FFFu) >> 16);
 }
 
 // xs pairs of nc columns of one token row x (already offset to the block) times f: out[p] =
 // bf16(fl(x[2p + 1] * f)) << 16 | bf16(fl(x[2p] * f)); an odd nc pairs the last column with +0.
+// One vcvtne2ps2bf16 per 32 columns (it replaced a 3-op rounding per 16 and a ConcatOdd: the xs
+// were ~10% of a 512-token GEMM's samples).
 HWY_INLINE void Bf16PairsOfX(const float* HWY_RESTRICT x, int64_t nc, float f,
                              uint32_t* HWY_RESTRICT out) {
   const hn::ScalableTag<float> df;
-  const DU16x32 d16;
   const auto vf = hn::Set(df, f);
   int64_t c = 0;
   for (; c + 32 <= nc; c += 32) {
-    const auto lo = RoundToBf16High(hn::Mul(hn::LoadU(df, x + c), vf));
-    const auto hi = RoundToBf16High(hn::Mul(hn::LoadU(df, x + c + 16), vf));
-    const auto pairs = hn::ConcatOdd(d16, hn::BitCast(d16, hi), hn::BitCast(d16, lo));
-    hn::StoreU(hn::BitCast(DU32x16(), pairs), DU32x16(), out + c / 2);
+    const auto pairs =
+        Bf16PairsOf(hn::Mul(hn::LoadU(df, x + c), vf), hn::Mul(hn::LoadU(df, x + c + 16), vf));
+    hn::StoreU(pairs, DU32x16(), out + c / 2);
   }
   for (; c < nc; c += 2) {
     const uint32_t even = RoundToBf16Scalar(x[c] * f);
@@ -239,47 +260,68 @@ HWY_INLINE void Bf16GemvTiles(const TiledView<T>& m, int64_t ti, int nt,
     }
   }
   for (int t = 0; t < nt; ++t) {
-    StoreTileRows<Bf16Slot>(accb + t * kAccStride, n_tok, ti + t, r_begin, r_end, m.n_rows, y);
+    StoreBf16TileRows(accb + t * kAccStride, n_tok, ti + t, r_begin, r_end, m.n_rows, y);
   }
 }
 
-// The block sums of the decoded pair panel wp ([n_pairs][2 vectors]) x xs pairs of kG tokens
-// (xsp[j * kTiledCols / 2 + p]), stored to / added into accb; column pair p's step prefetches
-// prefetch + p * prefetch_stride (null: none).
-template <int kG>
+// The block sums of kNT tiles' decoded pair panel wp ([n_pairs][kNT tiles][2 vectors]) x xs
+// pairs of kG tokens (xsp[j * kTiledCols / 2 + p]), tile t's stored to / added into accb + t *
+// accb_stride; column pair p's step prefetches pf[0..kNT) + p * prefetch_stride (pf[0] null:
+// none). Two tiles (64 rows) hold 4 x kG accumulators: 4 weight loads and kG broadcasts per
+// 4 * kG vdpbf16ps, against 2 + kG per 2 * kG for one tile. Each (row, token) chain is the same
+// for any kNT.
+template <int kG, int kNT>
 HWY_INLINE void Bf16GemmMicro(const uint32_t* HWY_RESTRICT wp, int64_t n_pairs,
                               const uint32_t* HWY_RESTRICT xsp, bool first,
-                              float* HWY_RESTRICT accb, const uint8_t* prefetch,
-                              int64_t prefetch_stride) {
+                              float* HWY_RESTRICT accb, int64_t accb_stride,
+                              const uint8_t* const* pf, int64_t prefetch_stride) {
   const hn::ScalableTag<float> df;
   const DU32x16 du;
-  hn::Vec<decltype(df)> acc[kTiledVecs][kG];
-  ZeroAcc<kG>(df, acc);
+  hn::Vec<decltype(df)> acc[kNT][kTiledVecs][kG];
+  for (int t = 0; t < kNT; ++t) ZeroAcc<kG>(df, acc[t]);
   const uint32_t* xp[kG];
   for (int j = 0; j < kG; ++j) xp[j] = xsp + j * (kTiledCols / 2);
+  constexpr int64_t kPairWords = kNT * 32;
   for (int64_t p = 0; p < n_pairs; ++p) {
-    if (prefetch != nullptr) {  // a pair's bytes: one prefetch per 64-byte line
-      for (int64_t b = 0; b < prefetch_stride; b += 64)
-        hwy::Prefetch(prefetch + p * prefetch_stride + b);
+    if (pf[0] != nullptr) {  // a pair's bytes per tile: one prefetch per 64-byte line
+      for (int t = 0; t < kNT; ++t) {
+        for (int64_t b = 0; b < prefetch_stride; b += 64)
+          hwy::Prefetch(pf[t] + p * prefetch_stride + b);
+      }
     }
-    DotPairColumn<kG>(hn::Load(du, wp + p * 32), hn::Load(du, wp + p * 32 + 16),
-                      static_cast<const uint32_t* const*>(xp), p, acc);
+    const uint32_t* HWY_RESTRICT w = wp + p * kPairWords;
+    hn::Vec<DU32x16> wv[kNT][kTiledVecs];
+    for (int t = 0; t < kNT; ++t) {
+      wv[t][0] = hn::Load(du, w + t * 32);
+      wv[t][1] = hn::Load(du, w + t * 32 + 16);
+    }
+    for (int j = 0; j < kG; ++j) {
+      const auto xv = hn::Set(du, xp[j][p]);
+      for (int t = 0; t < kNT; ++t) {
+        acc[t][0][j] = DotBf16Pairs(acc[t][0][j], wv[t][0], xv);
+        acc[t][1][j] = DotBf16Pairs(acc[t][1][j], wv[t][1], xv);
+      }
+    }
   }
-  StoreOrAdd<kG>(df, acc, first, accb);
+  for (int t = 0; t < kNT; ++t) StoreOrAdd<kG>(df, acc[t], first, accb + t * accb_stride);
 }
-template <int kG>
+template <int kNT>
 struct Bf16GemmMicroFn {
-  static void run(const uint32_t* wp, int64_t n_pairs, const uint32_t* xsp, bool first, float* accb,
-                  const uint8_t* prefetch, int64_t prefetch_stride) {
-    Bf16GemmMicro<kG>(wp, n_pairs, xsp, first, accb, prefetch, prefetch_stride);
-  }
+  template <int kG>
+  struct F {
+    static void run(const uint32_t* wp, int64_t n_pairs, const uint32_t* xsp, bool first,
+                    float* accb, int64_t accb_stride, const uint8_t* const* pf,
+                    int64_t prefetch_stride) {
+      Bf16GemmMicro<kG, kNT>(wp, n_pairs, xsp, first, accb, accb_stride, pf, prefetch_stride);
+    }
+  };
 };
 
 // GEMM: rows [r_begin, r_end) of the nt (<= kTilesPerScaleBlock) tiles from ti, which share one
 // 128-row scale block, for n_tok tokens: per block of kTiledTokBlock tokens and kTiledCols columns
-// the tokens' xs pairs are computed once for all nt tiles (12 KiB), then per tile its pair
-// vectors are decoded once (8 KiB) and multiplied by micro-kernels of up to kTiledGroup tokens
-// while the next tile's (or the next block's) weights are prefetched.
+// the tokens' xs pairs are computed once for all nt tiles (12 KiB), then per two tiles (a last odd
+// one alone) their pair vectors are decoded once (16 KiB) and multiplied by micro-kernels of up to
+// kTiledGroup tokens while the next tiles' (or the next block's) weights are prefetched.
 inline constexpr int kTilesPerScaleBlock = static_cast<int>(kFp8BlockSize / kTileRows);
 template <typename T>
 HWY_INLINE void Bf16GemmTiles(const TiledView<T>& m, int64_t ti, int nt,
@@ -287,7 +329,7 @@ HWY_INLINE void Bf16GemmTiles(const TiledView<T>& m, int64_t ti, int nt,
                               int64_t r_begin, int64_t r_end) {
   constexpr int64_t kPairs = kTiledCols / 2;
   constexpr int64_t kAccStride = kTiledTokBlock * kTileRows;
-  HWY_ALIGN uint32_t wp[kPairs * kTileRows];
+  HWY_ALIGN uint32_t wp[kPairs * 2 * kTileRows];
   HWY_ALIGN uint32_t xsp[kTiledTokBlock * kPairs];
   HWY_ALIGN float accb[kTilesPerScaleBlock * kAccStride];
   const DU32x16 du;
@@ -301,29 +343,48 @@ HWY_INLINE void Bf16GemmTiles(const TiledView<T>& m, int64_t ti, int nt,
       for (int64_t j = 0; j < n_t; ++j) {
         Bf16PairsOfX(x + (t0 + j) * m.n_cols + c0, nc, f, xsp + j * kPairs);
       }
-      for (int t = 0; t < nt; ++t) {
-        const T* wt = m.tile(ti + t);
-        for (int64_t p = 0; p < n_pairs; ++p) {
-          VPairs w0, w1;
-          Bf16PairColumns<false>(wt + (c0 + 2 * p) * kTileRows, 2 * p + 1 < nc, w0, w1);
-          hn::Store(w0, du, wp + p * 32);
-          hn::Store(w1, du, wp + p * 32 + 16);
+      for (int t = 0; t < nt;) {
+        const int k = t + 1 < nt ? 2 : 1;  // tiles in this panel
+        for (int u = 0; u < k; ++u) {
+          const T* wt = m.tile(ti + t + u);
+          for (int64_t p = 0; p < n_pairs; ++p) {
+            VPairs w0, w1;
+            Bf16PairColumns<false>(wt + (c0 + 2 * p) * kTileRows, 2 * p + 1 < nc, w0, w1);
+            hn::Store(w0, du, wp + p * k * 32 + u * 32);
+            hn::Store(w1, du, wp + p * k * 32 + u * 32 + 16);
+          }
         }
-        const T* next = t + 1 < nt ? wt + tile_stride + c0 * kTileRows
-                                   : m.tile(ti) + (c0 + kTiledCols) * kTileRows;
+        // The next panel's tiles at this column block, else the first tiles' next block.
+        const int t_next = t + k < nt ? t + k : 0;
+        const int64_t c_next = t + k < nt ? c0 : c0 + kTiledCols;
+        const uint8_t* pf[2];
+        for (int u = 0; u < 2; ++u) {
+          pf[u] = reinterpret_cast<const uint8_t*>(m.tile(ti + std::min(t_next + u, nt - 1)) +
+                                                   c_next * kTileRows);
+        }
+        const auto* pfc = static_cast<const uint8_t* const*>(pf);
+        const uint8_t* const no_pf[2] = {nullptr, nullptr};
         for (int64_t j0 = 0, g = 0; j0 < n_t; j0 += g) {
           g = NextGroup(n_t - j0);
-          WithGroup<Bf16GemmMicroFn>(static_cast<int>(g), static_cast<const uint32_t*>(wp), n_pairs,
-                                     static_cast<const uint32_t*>(xsp + j0 * kPairs), c0 == 0,
-                                     accb + t * kAccStride + j0 * kTileRows,
-                                     j0 == 0 ? reinterpret_cast<const uint8_t*>(next) : nullptr,
-                                     2 * kTileRows * static_cast<int64_t>(sizeof(T)));
+          const uint8_t* const* pfj = j0 == 0 ? pfc : static_cast<const uint8_t* const*>(no_pf);
+          float* acc = accb + t * kAccStride + j0 * kTileRows;
+          const auto* xg = static_cast<const uint32_t*>(xsp + j0 * kPairs);
+          const auto* wpc = static_cast<const uint32_t*>(wp);
+          const int64_t pf_stride = 2 * kTileRows * static_cast<int64_t>(sizeof(T));
+          if (k == 2) {
+            WithGroup<Bf16GemmMicroFn<2>::template F>(static_cast<int>(g), wpc, n_pairs, xg,
+                                                      c0 == 0, acc, kAccStride, pfj, pf_stride);
+          } else {
+            WithGroup<Bf16GemmMicroFn<1>::template F>(static_cast<int>(g), wpc, n_pairs, xg,
+                                                      c0 == 0, acc, kAccStride, pfj, pf_stride);
+          }
         }
+        t += k;
       }
     }
     for (int t = 0; t < nt; ++t) {
-      StoreTileRows<Bf16Slot>(accb + t * kAccStride, n_t, ti + t, r_begin, r_end, m.n_rows,
-                              y + t0 * m.n_rows);
+      StoreBf16TileRows(accb + t * kAccStride, n_t, ti + t, r_begin, r_end, m.n_rows,
+                        y + t0 * m.n_rows);
     }
   }
 }

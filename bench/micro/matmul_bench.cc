@@ -15,6 +15,7 @@
 #include "base/thread_pool.h"
 #include "kernels/cpu/cpu_features.h"
 #include "kernels/cpu/matmul.h"
+#include "kernels/cpu/matmul_parallel.h"
 #include "tensor/dtype.h"
 #include "tensor/tiled_layout.h"
 
@@ -72,9 +73,7 @@ void run(benchmark::State& bs, DType dt, int64_t rows, int64_t cols, int64_t n_t
   std::vector<float> x(static_cast<size_t>(n_tok * cols), 0.01f),
       y(static_cast<size_t>(n_tok * rows));
   for (auto _ : bs) {
-    pool().parallel_for(rows, kTileRows, [&](int64_t r0, int64_t r1, int32_t) {
-      cpu::matmul_rows(w.m, x.data(), n_tok, y.data(), r0, r1);
-    });
+    cpu::matmul_parallel(pool(), w.m, x.data(), n_tok, y.data());  // as the model splits it
     benchmark::DoNotOptimize(y.data());
   }
   const double bytes = static_cast<double>(w.m.data_bytes() + w.scales.size() * 4);

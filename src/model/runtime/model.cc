@@ -7,6 +7,7 @@
 #include "kernels/cpu/act_quant.h"
 #include "kernels/cpu/cpu_features.h"
 #include "kernels/cpu/matmul.h"
+#include "kernels/cpu/matmul_parallel.h"
 #include "kernels/cpu/vec_ops.h"
 
 namespace dss {
@@ -151,9 +152,6 @@ void Model::forward(const ForwardBatch& b, KvCache& kv, Workspace& ws, float* lo
   if (n_out > 0) mm(w_.lm_head, ws.logit_in.data(), n_out, logits);
 }
 
-// Model::mm's split of a many-token product (see there).
-constexpr int64_t kMmSplitTokens = 96, kMmChunkTokens = 96, kMmChunkRows = kFp8BlockSize;
-
 void Model::mm(const Matrix& w, const float* x, int64_t n_tok, float* y) const {
   if (act_quant_fp8_ && w.dtype == DType::kF8E4M3) {  // W8A8 [W8A8_SCRATCH]
     DSS_CHECK(t_act_q != nullptr && static_cast<size_t>(n_tok * w.n_cols) <= t_act_q->size(),
@@ -161,29 +159,7 @@ void Model::mm(const Matrix& w, const float* x, int64_t n_tok, float* y) const {
     cpu::act_quant_fp8(x, n_tok, w.n_cols, cfg_.quant.ue8m0, t_act_q->data());
     x = t_act_q->data();
   }
-  if (n_tok >= kMmSplitTokens) {
-    // Many tokens (a prefill): chunks of kMmChunkRows rows (whole FP8 scale blocks: the kernels
-    // compute a block's bf16 activations once per call, and a call over a block cut by the pool's
-    // guided claims, at tile grain, redid them per tile: 15% of a 512-token GEMM) x kMmChunkTokens
-    // tokens, token-chunk-major so consecutive claims share the chunk's activations in cache. The
-    // result does not depend on the split: every kernel's (row, token) arithmetic is the same for
-    // any batch and row range (matmul_test's batch and row split checks).
-    const int64_t n_rb = (w.n_rows + kMmChunkRows - 1) / kMmChunkRows;
-    const int64_t n_tb = (n_tok + kMmChunkTokens - 1) / kMmChunkTokens;
-    pool_->parallel_for(n_rb * n_tb, 1, [&](int64_t i0, int64_t i1, int32_t) {
-      for (int64_t i = i0; i < i1; ++i) {
-        const int64_t t0 = i / n_rb * kMmChunkTokens, r0 = i % n_rb * kMmChunkRows;
-        cpu::matmul_rows(w, x + t0 * w.n_cols, std::min(kMmChunkTokens, n_tok - t0),
-                         y + t0 * w.n_rows, r0, std::min(r0 + kMmChunkRows, w.n_rows));
-      }
-    });
-    return;
-  }
-  // Grain: one weight tile (tensor/matrix.h), so no tile is split between threads (a split tile
-  // would be computed by both: same results, wasted work) and a thread's rows are contiguous.
-  pool_->parallel_for(w.n_rows, kTileRows, [&](int64_t r0, int64_t r1, int32_t) {
-    cpu::matmul_rows(w, x, n_tok, y, r0, r1);
-  });
+  cpu::matmul_parallel(*pool_, w, x, n_tok, y);
 }
 
 void Model::ffn(const FfnWeights& f, int32_t n_tok, int32_t d_ff, const float* x, float* out,

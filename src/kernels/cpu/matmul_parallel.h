@@ -1,0 +1,28 @@
+// matmul (kernels/cpu/matmul.h) over a thread pool: how one product is cut into ranges the pool's
+// threads claim. The split never changes a result: every kernel's (row, token) arithmetic is the
+// same for any batch and row range (matmul_test's batch and row split checks).
+#pragma once
+
+#include <cstdint>
+
+#include "base/thread_pool.h"
+#include "tensor/matrix.h"
+
+namespace dss::cpu {
+
+// Products of at least this many tokens (a prefill) are cut into chunks of kMatmulChunkRows rows
+// x kMatmulChunkTokens tokens; fewer tokens (decode) into tile-aligned row ranges only.
+inline constexpr int64_t kMatmulSplitTokens = 96;
+inline constexpr int64_t kMatmulChunkTokens = 96;
+inline constexpr int64_t kMatmulChunkRows = kFp8BlockSize;
+
+// y[n_tok, w.n_rows] = x[n_tok, w.n_cols] W^T on `pool` (called from the pool's owner thread).
+//  - Few tokens: row ranges at weight-tile grain (tensor/matrix.h: a tile split between threads
+//    would be computed by both), claimed guided, so a thread's rows are contiguous.
+//  - Many tokens: chunks of whole FP8 scale blocks (128 rows: the bf16-dot kernels compute a
+//    block's bf16 activations once per call; ranges cut at tile grain by the guided claims redid
+//    them per 32-row tile, 15% of a 512-token GEMM) x kMatmulChunkTokens tokens, token-chunk-major
+//    so consecutive claims share the chunk's activations in cache.
+void matmul_parallel(ThreadPool& pool, const Matrix& w, const float* x, int64_t n_tok, float* y);
+
+}  // namespace dss::cpu

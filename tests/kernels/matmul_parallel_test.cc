@@ -1,0 +1,89 @@
+// cpu::matmul_parallel (kernels/cpu/matmul_parallel.h) against one single-threaded matmul call of
+// the same matrix: bit-identical for token counts on both sides of the chunked split
+// (kMatmulSplitTokens) and not multiples of the chunk, row counts not multiples of a scale block,
+// on the tiled FP8 / BF16 layouts (float32 and, where the CPU has AVX512-BF16, bf16-dot
+// arithmetic) and the row-major FP8 layout; and every element written.
+#include "kernels/cpu/matmul_parallel.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+#include "base/rng.h"
+#include "kernels/cpu/cpu_features.h"
+#include "kernels/cpu/matmul.h"
+#include "tensor/tiled_layout.h"
+
+namespace dss::cpu {
+namespace {
+
+struct Weights {
+  Matrix m;
+  std::vector<uint8_t> data;
+  std::vector<float> scales;
+};
+
+Weights random_weights(DType dt, int64_t rows, int64_t cols, Rng& rng) {
+  Weights w;
+  w.m = Matrix{dt, rows, cols, nullptr, nullptr};
+  w.data.resize(static_cast<size_t>(rows * cols) * dtype_size(dt));
+  for (int64_t i = 0; i < rows * cols; ++i) {
+    if (dt == DType::kF8E4M3) {
+      uint8_t code = static_cast<uint8_t>(rng.next_u64());
+      if ((code & 0x7F) == 0x7F) code = 0x3F;  // no NaN
+      w.data[static_cast<size_t>(i)] = code;
+    } else {
+      const uint16_t b = f32_to_bf16(rng.normal());
+      std::memcpy(w.data.data() + 2 * i, &b, 2);
+    }
+  }
+  w.m.data = w.data.data();
+  if (dt == DType::kF8E4M3) {
+    w.scales.resize(static_cast<size_t>(w.m.n_scale_rows() * w.m.n_scale_cols()));
+    for (auto& s : w.scales) s = 0x1p-8f * (1.0f + rng.uniform());
+    w.m.scales = w.scales.data();
+  }
+  return w;
+}
+
+void expect_parallel_equals_single(const Matrix& m, ThreadPool& pool, Rng& rng, const char* what) {
+  for (int64_t n_tok : {1, 5, 17, 95, 96, 97, 200, 301}) {
+    std::vector<float> x(static_cast<size_t>(n_tok * m.n_cols));
+    for (auto& v : x) v = rng.normal();
+    std::vector<float> one(static_cast<size_t>(n_tok * m.n_rows));
+    std::vector<float> par(one.size(), std::numeric_limits<float>::quiet_NaN());
+    matmul(m, x.data(), n_tok, one.data());
+    matmul_parallel(pool, m, x.data(), n_tok, par.data());
+    for (size_t i = 0; i < one.size(); ++i) {
+      ASSERT_FALSE(std::isnan(par[i])) << what << " tokens " << n_tok << " element " << i;
+      ASSERT_EQ(par[i], one[i]) << what << " tokens " << n_tok << " token "
+                                << static_cast<int64_t>(i) / m.n_rows << " row "
+                                << static_cast<int64_t>(i) % m.n_rows;
+    }
+  }
+}
+
+TEST(MatmulParallel, EqualsOneCallForAnyTokenCount) {
+  ThreadPool pool(3);
+  Rng rng(77);
+  for (DType dt : {DType::kF8E4M3, DType::kBF16}) {
+    for (int64_t rows : {300, 520}) {
+      const int64_t cols = 260;
+      Weights w = random_weights(dt, rows, cols, rng);
+      OwnedMatrix tiled = tile_matrix(w.m);
+      Matrix t = tiled.view();
+      expect_parallel_equals_single(t, pool, rng, dt == DType::kBF16 ? "BF16" : "FP8");
+      if (cpu_has_bf16_dot()) {
+        t.arith = MatmulArith::kBf16Dot;
+        expect_parallel_equals_single(t, pool, rng, "bf16-dot");
+      }
+      if (dt == DType::kF8E4M3) expect_parallel_equals_single(w.m, pool, rng, "row-major FP8");
+    }
+  }
+}
+
+}  // namespace
+}  // namespace dss::cpu

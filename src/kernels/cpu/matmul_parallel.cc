@@ -8,9 +8,11 @@ namespace dss::cpu {
 
 void matmul_parallel(ThreadPool& pool, const Matrix& w, const float* x, int64_t n_tok, float* y) {
   if (n_tok < kMatmulSplitTokens) {
-    pool.parallel_for(w.n_rows, kTileRows, [&](int64_t r0, int64_t r1, int32_t) {
-      matmul_rows(w, x, n_tok, y, r0, r1);
-    });
+    const bool blocks = n_tok >= kMatmulBlockGrainTokens &&
+                        w.n_rows >= kMatmulBlockGrainChunks * kFp8BlockSize * pool.n_threads();
+    pool.parallel_for(
+        w.n_rows, blocks ? kFp8BlockSize : kTileRows,
+        [&](int64_t r0, int64_t r1, int32_t) { matmul_rows(w, x, n_tok, y, r0, r1); });
     return;
   }
   const int64_t n_rb = (w.n_rows + kMatmulChunkRows - 1) / kMatmulChunkRows;

@@ -10,15 +10,21 @@
 
 namespace dss::cpu {
 
-// Products of at least this many tokens (a prefill) are cut into chunks of kMatmulChunkRows rows
-// x kMatmulChunkTokens tokens; fewer tokens (decode) into tile-aligned row ranges only.
+// Products of at least kMatmulSplitTokens tokens (a prefill) are cut into chunks of
+// kMatmulChunkRows rows x kMatmulChunkTokens tokens; fewer tokens (decode) into row ranges only:
+// whole scale blocks from kMatmulBlockGrainTokens tokens where the matrix has at least
+// kMatmulBlockGrainChunks blocks per thread (so the last claims still balance), else tiles.
 inline constexpr int64_t kMatmulSplitTokens = 96;
 inline constexpr int64_t kMatmulChunkTokens = 96;
 inline constexpr int64_t kMatmulChunkRows = kFp8BlockSize;
+inline constexpr int64_t kMatmulBlockGrainTokens = 5;
+inline constexpr int64_t kMatmulBlockGrainChunks = 4;
 
 // y[n_tok, w.n_rows] = x[n_tok, w.n_cols] W^T on `pool` (called from the pool's owner thread).
-//  - Few tokens: row ranges at weight-tile grain (tensor/matrix.h: a tile split between threads
-//    would be computed by both), claimed guided, so a thread's rows are contiguous.
+//  - Few tokens: row ranges claimed guided, so a thread's rows are contiguous, at weight-tile grain
+//    (tensor/matrix.h: a tile split between threads would be computed by both) or, from
+//    kMatmulBlockGrainTokens tokens (the GEMM paths) on tall matrices, at scale-block grain (same
+//    reason as below; BM_Gemm_FP8_1024_Bf16Dot/16 447 -> 520-528 GFLOP/s, _Expert/48 486 -> 617).
 //  - Many tokens: chunks of whole FP8 scale blocks (128 rows: the bf16-dot kernels compute a
 //    block's bf16 activations once per call; ranges cut at tile grain by the guided claims redid
 //    them per 32-row tile, 15% of a 512-token GEMM) x kMatmulChunkTokens tokens, token-chunk-major

@@ -10,6 +10,7 @@
 #include <array>
 
 #include "kernels/cpu/matmul.h"
+#include "kernels/cpu/matmul_parallel.h"
 #include "kernels/cpu/vec_ops.h"
 #include "model/deepseek/moe_router.h"
 #include "model/runtime/model.h"
@@ -29,8 +30,11 @@ struct ExpertJob {
 };
 inline constexpr int32_t kMaxJobs = 1024 + 1;  // experts (ModelConfig allows <= 1024) + shared
 inline constexpr int32_t kMaxChoices = 64;     // num_experts_per_tok (ModelConfig allows <= 64)
-// Row ranges stay tile aligned: a weight tile (tensor/matrix.h) is computed by one thread.
-inline constexpr int64_t kRowGrain = kTileRows;
+// Row ranges stay tile aligned: a weight tile (tensor/matrix.h) is computed by one thread; and
+// scale-block aligned where the job runs the kernels' GEMM path, as cpu::matmul_parallel cuts them.
+inline int64_t row_grain(const ExpertJob& j) {
+  return j.n_tok >= cpu::kMatmulBlockGrainTokens ? cpu::kMatmulChunkRows : kTileRows;
+}
 
 // Calls fn(job, r0, r1) over rows [0, rows(job)) of every job, cut by estimated cost (a row costs
 // its token count plus ~4 tokens' worth of weight reading) into 4 shares per thread that the
@@ -49,7 +53,7 @@ void run_jobs(ThreadPool& pool, const ExpertJob* jobs, int32_t n_jobs, RowsOf ro
     for (job = 0; job < n_jobs; ++job) {
       const int64_t jc = rows_of(jobs[job]) * row_cost(job);
       if (c < jc) {
-        row = c / row_cost(job) / kRowGrain * kRowGrain;
+        row = c / row_cost(job) / row_grain(jobs[job]) * row_grain(jobs[job]);
         return;
       }
       c -= jc;

@@ -18,6 +18,11 @@ inline constexpr int64_t kMatmulSplitTokens = 96;
 inline constexpr int64_t kMatmulChunkTokens = 96;
 inline constexpr int64_t kMatmulChunkRows = kFp8BlockSize;
 inline constexpr int64_t kMatmulBlockGrainTokens = 5;
+// Fewer than kMatmulBlockGrainTokens tokens (the GEMV paths) on matrices of fewer than
+// kMatmulGuidedTiles tiles per thread: n_threads or 2 n_threads parts of equal tile counts (2 where
+// each part keeps kMatmulMinPartTiles tiles, the GEMV's tiles side by side).
+inline constexpr int64_t kMatmulGuidedTiles = 64;
+inline constexpr int64_t kMatmulMinPartTiles = 4;
 inline constexpr int64_t kMatmulBlockGrainChunks = 4;
 
 // y[n_tok, w.n_rows] = x[n_tok, w.n_cols] W^T on `pool` (called from the pool's owner thread).

@@ -30,11 +30,10 @@ struct ExpertJob {
 };
 inline constexpr int32_t kMaxJobs = 1024 + 1;  // experts (ModelConfig allows <= 1024) + shared
 inline constexpr int32_t kMaxChoices = 64;     // num_experts_per_tok (ModelConfig allows <= 64)
-// Row ranges stay tile aligned: a weight tile (tensor/matrix.h) is computed by one thread; and
-// scale-block aligned where the job runs the kernels' GEMM path, as cpu::matmul_parallel cuts them.
-inline int64_t row_grain(const ExpertJob& j) {
-  return j.n_tok >= cpu::kMatmulBlockGrainTokens ? cpu::kMatmulChunkRows : kTileRows;
-}
+// Row ranges are cut at scale-block grain (128 rows, 4 weight tiles): a tile is computed by one
+// thread, the GEMM paths compute a block's bf16 activations once per call, and the 1-token GEMV
+// runs 4 tiles side by side (a cut at tile grain left calls of 1-2 tiles, latency bound).
+inline int64_t row_grain(const ExpertJob&) { return cpu::kMatmulChunkRows; }
 
 // Calls fn(job, r0, r1) over rows [0, rows(job)) of every job, cut by estimated cost (a row costs
 // its token count plus ~4 tokens' worth of weight reading) into 4 shares per thread that the

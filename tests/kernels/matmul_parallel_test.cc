@@ -85,5 +85,41 @@ TEST(MatmulParallel, EqualsOneCallForAnyTokenCount) {
   }
 }
 
+// A list of products (different shapes, inputs and dtypes; one dispatch when they are small)
+// equals each product computed alone, for token counts on both sides of the equal-parts split.
+TEST(MatmulParallel, ProductListEqualsEachAlone) {
+  ThreadPool pool(3);
+  Rng rng(78);
+  Weights a = random_weights(DType::kF8E4M3, 384, 260, rng);
+  Weights b = random_weights(DType::kF8E4M3, 290, 260, rng);
+  Weights c = random_weights(DType::kBF16, 70, 130, rng);
+  OwnedMatrix ta = tile_matrix(a.m), tb = tile_matrix(b.m), tc = tile_matrix(c.m);
+  Matrix ma = ta.view(), mb = tb.view(), mc = tc.view();
+  if (cpu_has_bf16_dot()) ma.arith = MatmulArith::kBf16Dot;
+  for (int64_t n_tok : {1, 3, 4, 5, 20, 100}) {
+    std::vector<float> x1(static_cast<size_t>(n_tok * 260)), x2(static_cast<size_t>(n_tok * 130));
+    for (auto& v : x1) v = rng.normal();
+    for (auto& v : x2) v = rng.normal();
+    const Matrix* ms[] = {&ma, &mb, &mc};
+    const float* xs[] = {x1.data(), x1.data(), x2.data()};
+    std::vector<std::vector<float>> alone(3), listed(3);
+    MatmulProduct products[3];
+    for (int k = 0; k < 3; ++k) {
+      alone[k].resize(static_cast<size_t>(n_tok * ms[k]->n_rows));
+      listed[k].assign(alone[k].size(), std::numeric_limits<float>::quiet_NaN());
+      matmul(*ms[k], xs[k], n_tok, alone[k].data());
+      products[k] = {ms[k], xs[k], listed[k].data()};
+    }
+    matmul_parallel(pool, products, n_tok);
+    for (int k = 0; k < 3; ++k) {
+      for (size_t i = 0; i < alone[k].size(); ++i) {
+        ASSERT_FALSE(std::isnan(listed[k][i])) << "product " << k << " tokens " << n_tok;
+        ASSERT_EQ(listed[k][i], alone[k][i])
+            << "product " << k << " tokens " << n_tok << " i " << i;
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace dss::cpu

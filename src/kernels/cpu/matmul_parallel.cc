@@ -6,21 +6,50 @@
 
 namespace dss::cpu {
 
-void matmul_parallel(ThreadPool& pool, const Matrix& w, const float* x, int64_t n_tok, float* y) {
-  const int64_t n_tiles = (w.n_rows + kTileRows - 1) / kTileRows;
+namespace {
+
+int64_t tiles_of(const Matrix& w) { return (w.n_rows + kTileRows - 1) / kTileRows; }
+
+// The products' tiles, concatenated, in n_threads * k equal parts (k = 2 where each part keeps
+// kMatmulMinPartTiles tiles); each part runs its tiles of each product in order.
+void equal_parts(ThreadPool& pool, std::span<const MatmulProduct> products, int64_t n_tok) {
+  int64_t n_tiles = 0;
+  for (const MatmulProduct& p : products) n_tiles += tiles_of(*p.w);
   const int64_t n_threads = pool.n_threads();
-  if (n_tok < kMatmulBlockGrainTokens && n_tiles < kMatmulGuidedTiles * n_threads) {
-    // n_threads * k parts of equal tile counts, k = 2 where each part keeps >= 4 tiles.
-    const int64_t k = n_tiles >= 2 * kMatmulMinPartTiles * n_threads ? 2 : 1;
-    const int64_t n_parts = n_threads * k;
-    pool.parallel_for(n_parts, 1, [&](int64_t i0, int64_t i1, int32_t) {
-      for (int64_t i = i0; i < i1; ++i) {
-        const int64_t r0 = n_tiles * i / n_parts * kTileRows;
-        const int64_t r1 = std::min(w.n_rows, n_tiles * (i + 1) / n_parts * kTileRows);
-        if (r0 < r1) matmul_rows(w, x, n_tok, y, r0, r1);
+  const int64_t n_parts = n_threads * (n_tiles >= 2 * kMatmulMinPartTiles * n_threads ? 2 : 1);
+  pool.parallel_for(n_parts, 1, [&](int64_t i0, int64_t i1, int32_t) {
+    for (int64_t i = i0; i < i1; ++i) {
+      const int64_t g0 = n_tiles * i / n_parts, g1 = n_tiles * (i + 1) / n_parts;
+      int64_t base = 0;  // the first global tile of product p
+      for (const MatmulProduct& p : products) {
+        const int64_t t0 = std::max(g0 - base, int64_t{0});
+        const int64_t t1 = std::min(g1 - base, tiles_of(*p.w));
+        if (t0 < t1) {
+          matmul_rows(*p.w, p.x, n_tok, p.y, t0 * kTileRows, std::min(t1 * kTileRows, p.w->n_rows));
+        }
+        base += tiles_of(*p.w);
       }
-    });
-    return;
+    }
+  });
+}
+
+bool equal_parts_fit(ThreadPool& pool, int64_t n_tiles, int64_t n_tok) {
+  return n_tok < kMatmulBlockGrainTokens && n_tiles < kMatmulGuidedTiles * pool.n_threads();
+}
+
+}  // namespace
+
+void matmul_parallel(ThreadPool& pool, std::span<const MatmulProduct> products, int64_t n_tok) {
+  int64_t n_tiles = 0;
+  for (const MatmulProduct& p : products) n_tiles += tiles_of(*p.w);
+  if (equal_parts_fit(pool, n_tiles, n_tok)) return equal_parts(pool, products, n_tok);
+  for (const MatmulProduct& p : products) matmul_parallel(pool, *p.w, p.x, n_tok, p.y);
+}
+
+void matmul_parallel(ThreadPool& pool, const Matrix& w, const float* x, int64_t n_tok, float* y) {
+  if (equal_parts_fit(pool, tiles_of(w), n_tok)) {
+    const MatmulProduct p{&w, x, y};
+    return equal_parts(pool, std::span<const MatmulProduct>(&p, 1), n_tok);
   }
   if (n_tok < kMatmulSplitTokens) {
     const bool blocks = n_tok >= kMatmulBlockGrainTokens &&

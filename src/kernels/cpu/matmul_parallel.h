@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 
 #include "base/thread_pool.h"
 #include "tensor/matrix.h"
@@ -34,6 +35,18 @@ inline constexpr int64_t kMatmulBlockGrainChunks = 4;
 //    block's bf16 activations once per call; ranges cut at tile grain by the guided claims redid
 //    them per 32-row tile, 15% of a 512-token GEMM) x kMatmulChunkTokens tokens, token-chunk-major
 //    so consecutive claims share the chunk's activations in cache.
+//  - 1-4 tokens on a matrix of fewer than kMatmulGuidedTiles tiles per thread: equal parts (above).
 void matmul_parallel(ThreadPool& pool, const Matrix& w, const float* x, int64_t n_tok, float* y);
+
+// Independent products of n_tok tokens each (y_p = x_p W_p^T), as matmul_parallel does them one
+// after the other, except that 1-4 token products whose tiles together stay under
+// kMatmulGuidedTiles per thread run in one dispatch: the concatenated tiles in equal parts (one
+// barrier, and longer streams than each product cut in its own parts).
+struct MatmulProduct {
+  const Matrix* w;
+  const float* x;
+  float* y;
+};
+void matmul_parallel(ThreadPool& pool, std::span<const MatmulProduct> products, int64_t n_tok);
 
 }  // namespace dss::cpu

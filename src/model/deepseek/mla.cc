@@ -15,6 +15,7 @@
 #include "base/check.h"
 #include "kernels/cpu/attn_tile.h"
 #include "kernels/cpu/matmul.h"
+#include "kernels/cpu/matmul_parallel.h"
 #include "kernels/cpu/mla_attn.h"
 #include "kernels/cpu/vec_ops.h"
 #include "model/deepseek/fp8_sim.h"
@@ -64,13 +65,21 @@ void Model::mla(int32_t i_layer, const ForwardBatch& b, KvCache& kv, Workspace& 
   const int32_t T = b.n_tokens(), H = c.n_heads, d_qk = c.d_qk(), R = c.kv_lora_rank;
   const int32_t n_pairs = c.d_rope / 2;
   // Projections for all tokens of the step.
-  mm(w.q_a, ws.xn.data(), T, ws.q_a.data());
+  // q_a and kv_a read the same xn: one dispatch where the split allows (decode; W8A8 quantises
+  // x per product inside mm()).
+  if (act_quant_fp8_) {
+    mm(w.q_a, ws.xn.data(), T, ws.q_a.data());
+    mm(w.kv_a, ws.xn.data(), T, ws.kv_a.data());
+  } else {
+    const cpu::MatmulProduct qa_kva[] = {{&w.q_a, ws.xn.data(), ws.q_a.data()},
+                                         {&w.kv_a, ws.xn.data(), ws.kv_a.data()}};
+    cpu::matmul_parallel(*pool_, qa_kva, T);
+  }
   for (int32_t t = 0; t < T; ++t) {
     float* qa = ws.q_a.data() + static_cast<size_t>(t) * c.q_lora_rank;
     cpu::rmsnorm(qa, w.q_a_norm, c.q_lora_rank, c.rms_eps, qa);
   }
   mm(w.q_b, ws.q_a.data(), T, ws.q.data());
-  mm(w.kv_a, ws.xn.data(), T, ws.kv_a.data());
   // Normalise + rotate, write the cache rows, rotate the query rope parts.
   for (int32_t t = 0; t < T; ++t) {
     rope_.angles(b.positions[static_cast<size_t>(t)], ws.rope_cos.data(), ws.rope_sin.data());

@@ -33,12 +33,12 @@ inline constexpr int32_t kMaxChoices = 64;     // num_experts_per_tok (ModelConf
 // Row ranges are cut at scale-block grain (128 rows, 4 weight tiles): a tile is computed by one
 // thread, the GEMM paths compute a block's bf16 activations once per call, and the 1-token GEMV
 // runs 4 tiles side by side (a cut at tile grain left calls of 1-2 tiles, latency bound).
-inline int64_t row_grain(const ExpertJob&) { return cpu::kMatmulChunkRows; }
+inline constexpr int64_t kRowGrain = cpu::kMatmulChunkRows;
 
 // Calls fn(job, r0, r1) over rows [0, rows(job)) of every job, cut by estimated cost (a row costs
 // its token count plus ~4 tokens' worth of weight reading) into 4 shares per thread that the
 // pool's threads claim as they go (a slow core takes fewer); each share is one contiguous
-// (job, row) range, ranges tile aligned.
+// (job, row) range, ranges kRowGrain aligned.
 template <typename RowsOf, typename Fn>
 void run_jobs(ThreadPool& pool, const ExpertJob* jobs, int32_t n_jobs, RowsOf rows_of, Fn fn) {
   auto row_cost = [&](int32_t j) { return static_cast<int64_t>(jobs[j].n_tok) + 4; };
@@ -52,7 +52,7 @@ void run_jobs(ThreadPool& pool, const ExpertJob* jobs, int32_t n_jobs, RowsOf ro
     for (job = 0; job < n_jobs; ++job) {
       const int64_t jc = rows_of(jobs[job]) * row_cost(job);
       if (c < jc) {
-        row = c / row_cost(job) / row_grain(jobs[job]) * row_grain(jobs[job]);
+        row = c / row_cost(job) / kRowGrain * kRowGrain;
         return;
       }
       c -= jc;

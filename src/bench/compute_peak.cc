@@ -14,11 +14,11 @@ namespace hn = hwy::HWY_NAMESPACE;
 // Independent bf16-pair dot chains x iters (each op: 2 x Lanes(f32) products, accumulated). Without
 // vdpbf16ps: 5 widen-multiply chains of 2 accumulators, which fit the 16 AVX2 registers with the
 // operands and temporaries (8 or 6 spilled, which measured the store-forwarding latency instead of
-// the arithmetic). With AVX512-BF16: 16 vdpbf16ps chains (32 registers; 10 chains were latency
-// bound on Zen 5: 606 against 712 GFLOP/s at 2 threads, 16 and 24 chains equal). Every op reads a
-// new bf16 vector (L1-resident, cycled) against one fixed vector, as a dot-product kernel streams
-// one operand: the widening is measured with the FMAs (loop-invariant operands would let the
-// compiler widen once and merge the chains).
+// the arithmetic). With AVX512-BF16: 16 vdpbf16ps chains (16 of the 32 zmm registers; 10 chains
+// were latency bound on Zen 5: 606 against 712 GFLOP/s at 2 threads, 16 and 24 chains equal). Every
+// op reads a new bf16 vector (L1-resident, cycled) against one fixed vector, as a dot-product
+// kernel streams one operand: the widening is measured with the FMAs (loop-invariant operands would
+// let the compiler widen once and merge the chains).
 double Bf16Chains(int64_t iters, float* sink) {
 #if HWY_TARGET == HWY_SCALAR
   (void)iters;

@@ -70,7 +70,8 @@ TEST(MatmulParallel, EqualsOneCallForAnyTokenCount) {
   ThreadPool pool(3);
   Rng rng(77);
   for (DType dt : {DType::kF8E4M3, DType::kBF16}) {
-    for (int64_t rows : {300, 520, 1560, 6200}) {  // 1560: block grain, 6200: guided (3 threads)
+    // 40: fewer tiles than parts; 1560: block grain; 6200: guided claims (at 3 threads)
+    for (int64_t rows : {40, 300, 520, 1560, 6200}) {
       const int64_t cols = 260;
       Weights w = random_weights(dt, rows, cols, rng);
       OwnedMatrix tiled = tile_matrix(w.m);

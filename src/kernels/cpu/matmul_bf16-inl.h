@@ -115,8 +115,8 @@ inline uint16_t RoundToBf16Scalar(float v) {
 
 // xs pairs of nc columns of one token row x (already offset to the block) times f: out[p] =
 // bf16(fl(x[2p + 1] * f)) << 16 | bf16(fl(x[2p] * f)); an odd nc pairs the last column with +0.
-// One vcvtne2ps2bf16 per 32 columns (it replaced a 3-op rounding per 16 and a ConcatOdd: the xs
-// were ~10% of a 512-token GEMM's samples).
+// One vcvtne2ps2bf16 per 32 columns (it replaced a 3-op rounding per 16 and a ConcatOdd; the xs
+// were ~15% of a 512-token GEMM's samples while the split still recomputed them per tile).
 HWY_INLINE void Bf16PairsOfX(const float* HWY_RESTRICT x, int64_t nc, float f,
                              uint32_t* HWY_RESTRICT out) {
   const hn::ScalableTag<float> df;
@@ -333,7 +333,6 @@ HWY_INLINE void Bf16GemmTiles(const TiledView<T>& m, int64_t ti, int nt,
   HWY_ALIGN uint32_t xsp[kTiledTokBlock * kPairs];
   HWY_ALIGN float accb[kTilesPerScaleBlock * kAccStride];
   const DU32x16 du;
-  const int64_t tile_stride = kTileRows * m.n_cols;
   for (int64_t t0 = 0; t0 < n_tok; t0 += kTiledTokBlock) {
     const int64_t n_t = std::min(kTiledTokBlock, n_tok - t0);
     for (int64_t c0 = 0; c0 < m.n_cols; c0 += kTiledCols) {

@@ -19,9 +19,10 @@ inline constexpr int64_t kMatmulSplitTokens = 96;
 inline constexpr int64_t kMatmulChunkTokens = 96;
 inline constexpr int64_t kMatmulChunkRows = kFp8BlockSize;
 inline constexpr int64_t kMatmulBlockGrainTokens = 5;
-// Fewer than kMatmulBlockGrainTokens tokens (the GEMV paths) on matrices of fewer than
-// kMatmulGuidedTiles tiles per thread: n_threads or 2 n_threads parts of equal tile counts (2 where
-// each part keeps kMatmulMinPartTiles tiles, the GEMV's tiles side by side).
+// Fewer than kMatmulBlockGrainTokens tokens (the GEMV paths: FP8 on AVX-512 takes the GEMM from 5
+// tokens, AVX2 from 3, bf16-dot BF16 from 17) on matrices of fewer than kMatmulGuidedTiles tiles
+// per thread: n_threads or 2 n_threads parts of equal tile counts (2 where each part keeps
+// kMatmulMinPartTiles tiles, the GEMV's tiles side by side), claimed as any parallel_for chunk.
 inline constexpr int64_t kMatmulGuidedTiles = 64;
 inline constexpr int64_t kMatmulMinPartTiles = 4;
 inline constexpr int64_t kMatmulBlockGrainChunks = 4;
@@ -29,8 +30,9 @@ inline constexpr int64_t kMatmulBlockGrainChunks = 4;
 // y[n_tok, w.n_rows] = x[n_tok, w.n_cols] W^T on `pool` (called from the pool's owner thread).
 //  - Few tokens: row ranges claimed guided, so a thread's rows are contiguous, at weight-tile grain
 //    (tensor/matrix.h: a tile split between threads would be computed by both) or, from
-//    kMatmulBlockGrainTokens tokens (the GEMM paths) on tall matrices, at scale-block grain (same
-//    reason as below; BM_Gemm_FP8_1024_Bf16Dot/16 447 -> 520-528 GFLOP/s, _Expert/48 486 -> 617).
+//    kMatmulBlockGrainTokens tokens on matrices of at least kMatmulBlockGrainChunks blocks per
+//    thread, at scale-block grain (same reason as below; BM_Gemm_FP8_1024_Bf16Dot/16 447 ->
+//    520-528 GFLOP/s).
 //  - Many tokens: chunks of whole FP8 scale blocks (128 rows: the bf16-dot kernels compute a
 //    block's bf16 activations once per call; ranges cut at tile grain by the guided claims redid
 //    them per 32-row tile, 15% of a 512-token GEMM) x kMatmulChunkTokens tokens, token-chunk-major

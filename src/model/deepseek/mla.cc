@@ -263,8 +263,8 @@ void Model::mla_absorbed(int32_t i_layer, const ForwardBatch& b, const int32_t* 
   // q_lat[j]_h = W_UK_h^T q_nope[j]_h (R) for the chunk's n tokens at once: rows [h R, (h + 1) R)
   // of w_uk_t times head h's q_nope rows gathered [n, d_nope] (matmul_rows' y[j, r] lands at
   // q_lat + j H R + r); q_pe[j]_h copied contiguous.
-  // The heads in one contiguous range per thread (static: each head's product is a few KB, and
-  // guided claims of 1-2 heads cost more than they balanced; batch-1 decode, per layer: W_UK
+  // The heads in n_threads equal contiguous ranges (each head's product is a few KB, and guided
+  // claims of 1-2 heads cost more than they balanced; batch-1 decode, per layer: W_UK
   // 18-19 -> 13-14 us, W_UV 21-25 -> 17-19 us).
   const int64_t n_ranges = pool_->n_threads();
   pool_->parallel_for(n_ranges, 1, [&](int64_t i0, int64_t i1, int32_t i_thread) {

@@ -10,7 +10,6 @@
 #include <array>
 
 #include "kernels/cpu/matmul.h"
-#include "kernels/cpu/matmul_parallel.h"
 #include "kernels/cpu/vec_ops.h"
 #include "model/deepseek/moe_router.h"
 #include "model/runtime/model.h"
@@ -33,7 +32,7 @@ inline constexpr int32_t kMaxChoices = 64;     // num_experts_per_tok (ModelConf
 // Row ranges are cut at scale-block grain (128 rows, 4 weight tiles): a tile is computed by one
 // thread, the GEMM paths compute a block's bf16 activations once per call, and the 1-token GEMV
 // runs 4 tiles side by side (a cut at tile grain left calls of 1-2 tiles, latency bound).
-inline constexpr int64_t kRowGrain = cpu::kMatmulChunkRows;
+inline constexpr int64_t kRowGrain = kFp8BlockSize;
 
 // Calls fn(job, r0, r1) over rows [0, rows(job)) of every job, cut by estimated cost (a row costs
 // its token count plus ~4 tokens' worth of weight reading) into 4 shares per thread that the

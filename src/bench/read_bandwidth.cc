@@ -38,6 +38,8 @@ HWY_AFTER_NAMESPACE();
 namespace dss::bench {
 HWY_EXPORT(ReadSum);
 
+float read_sum(const float* p, int64_t n) { return HWY_DYNAMIC_DISPATCH(ReadSum)(p, n); }
+
 double read_gbps(float* buf, int64_t n_floats, int32_t n_threads, int32_t reps) {
   n_threads = std::max(n_threads, 1);
   const int64_t per = (n_floats / n_threads) / 64 * 64;

@@ -26,6 +26,10 @@ double run_threads(int32_t n, F f) {
   return now_seconds() - t0;
 }
 
+// Sum of n floats (n a multiple of 64; p 64-byte aligned): the read kernel itself, for callers
+// that time reads on threads of their own.
+float read_sum(const float* p, int64_t n);
+
 // GB/s (1e9 bytes/s) reading `n_floats` floats of `buf` (64-byte aligned) with `n_threads`
 // threads. Overwrites the buffer with zeros first.
 double read_gbps(float* buf, int64_t n_floats, int32_t n_threads, int32_t reps = 5);

@@ -13,6 +13,7 @@
 
 #include "base/rng.h"
 #include "base/thread_pool.h"
+#include "bench/micro/checkpoint_like.h"
 #include "kernels/cpu/cpu_features.h"
 #include "kernels/cpu/matmul.h"
 #include "kernels/cpu/matmul_parallel.h"
@@ -32,17 +33,7 @@ struct Weights {
 Weights make(DType dt, int64_t rows, int64_t cols, bool tiled = false, bool bf16_dot = false) {
   Rng rng(3);
   Weights w;
-  w.data.resize(static_cast<size_t>(rows * cols) * dtype_size(dt));
-  // Codes as a checkpoint has them: normal weights quantised at amax ~ 4.5 sigma for FP8 (e4m3
-  // subnormals ~0.01%, as in ds-mini: the decode's speed depends on it), BF16 of normal values.
-  if (dt == DType::kF8E4M3) {
-    for (auto& b : w.data) b = f32_to_fp8e4m3(std::clamp(rng.normal() * 99.5f, -448.0f, 448.0f));
-  } else if (dt == DType::kBF16) {
-    auto* p = reinterpret_cast<uint16_t*>(w.data.data());
-    for (int64_t i = 0; i < rows * cols; ++i) p[i] = f32_to_bf16(rng.normal() * 0.02f);
-  } else {
-    for (auto& b : w.data) b = static_cast<uint8_t>(rng.next_u64() & 0x77);  // finite
-  }
+  w.data = bench::checkpoint_like_weights(dt, rows, cols, rng);
   w.m = Matrix{dt, rows, cols, w.data.data(), nullptr};
   if (dt == DType::kF8E4M3) {
     w.scales.assign(static_cast<size_t>(w.m.n_scale_rows() * w.m.n_scale_cols()), 1e-3f);

@@ -21,6 +21,7 @@
 #include "base/huge_buffer.h"
 #include "base/rng.h"
 #include "base/thread_pool.h"
+#include "bench/micro/checkpoint_like.h"
 #include "bench/read_bandwidth.h"
 #include "kernels/cpu/cpu_features.h"
 #include "kernels/cpu/matmul.h"
@@ -38,13 +39,7 @@ struct Tiled {
 };
 
 Tiled make(DType dt, int64_t rows, int64_t cols, Rng& rng) {
-  std::vector<uint8_t> data(static_cast<size_t>(rows * cols) * dtype_size(dt));
-  if (dt == DType::kF8E4M3) {
-    for (auto& b : data) b = f32_to_fp8e4m3(std::clamp(rng.normal() * 99.5f, -448.0f, 448.0f));
-  } else {
-    auto* p = reinterpret_cast<uint16_t*>(data.data());
-    for (int64_t i = 0; i < rows * cols; ++i) p[i] = f32_to_bf16(rng.normal() * 0.02f);
-  }
+  std::vector<uint8_t> data = bench::checkpoint_like_weights(dt, rows, cols, rng);
   Tiled t;
   Matrix m{dt, rows, cols, data.data(), nullptr};
   if (dt == DType::kF8E4M3) {

@@ -8,7 +8,6 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <cstring>
 #include <limits>
 #include <vector>
 
@@ -16,38 +15,10 @@
 #include "kernels/cpu/cpu_features.h"
 #include "kernels/cpu/matmul.h"
 #include "tensor/tiled_layout.h"
+#include "tests/kernels/random_matrix.h"
 
 namespace dss::cpu {
 namespace {
-
-struct Weights {
-  Matrix m;
-  std::vector<uint8_t> data;
-  std::vector<float> scales;
-};
-
-Weights random_weights(DType dt, int64_t rows, int64_t cols, Rng& rng) {
-  Weights w;
-  w.m = Matrix{dt, rows, cols, nullptr, nullptr};
-  w.data.resize(static_cast<size_t>(rows * cols) * dtype_size(dt));
-  for (int64_t i = 0; i < rows * cols; ++i) {
-    if (dt == DType::kF8E4M3) {
-      uint8_t code = static_cast<uint8_t>(rng.next_u64());
-      if ((code & 0x7F) == 0x7F) code = 0x3F;  // no NaN
-      w.data[static_cast<size_t>(i)] = code;
-    } else {
-      const uint16_t b = f32_to_bf16(rng.normal());
-      std::memcpy(w.data.data() + 2 * i, &b, 2);
-    }
-  }
-  w.m.data = w.data.data();
-  if (dt == DType::kF8E4M3) {
-    w.scales.resize(static_cast<size_t>(w.m.n_scale_rows() * w.m.n_scale_cols()));
-    for (auto& s : w.scales) s = 0x1p-8f * (1.0f + rng.uniform());
-    w.m.scales = w.scales.data();
-  }
-  return w;
-}
 
 void expect_parallel_equals_single(const Matrix& m, ThreadPool& pool, Rng& rng, const char* what) {
   for (int64_t n_tok : {1, 5, 17, 95, 96, 97, 200, 301}) {
@@ -73,7 +44,7 @@ TEST(MatmulParallel, EqualsOneCallForAnyTokenCount) {
     // 40: fewer tiles than parts; 1560: block grain; 6200: guided claims (at 3 threads)
     for (int64_t rows : {40, 300, 520, 1560, 6200}) {
       const int64_t cols = 260;
-      Weights w = random_weights(dt, rows, cols, rng);
+      test::RandomMatrix w = test::random_matrix(dt, rows, cols, rng);
       OwnedMatrix tiled = tile_matrix(w.m);
       Matrix t = tiled.view();
       expect_parallel_equals_single(t, pool, rng, dt == DType::kBF16 ? "BF16" : "FP8");
@@ -91,9 +62,9 @@ TEST(MatmulParallel, EqualsOneCallForAnyTokenCount) {
 TEST(MatmulParallel, ProductListEqualsEachAlone) {
   ThreadPool pool(3);
   Rng rng(78);
-  Weights a = random_weights(DType::kF8E4M3, 384, 260, rng);
-  Weights b = random_weights(DType::kF8E4M3, 290, 260, rng);
-  Weights c = random_weights(DType::kBF16, 70, 130, rng);
+  test::RandomMatrix a = test::random_matrix(DType::kF8E4M3, 384, 260, rng);
+  test::RandomMatrix b = test::random_matrix(DType::kF8E4M3, 290, 260, rng);
+  test::RandomMatrix c = test::random_matrix(DType::kBF16, 70, 130, rng);
   OwnedMatrix ta = tile_matrix(a.m), tb = tile_matrix(b.m), tc = tile_matrix(c.m);
   Matrix ma = ta.view(), mb = tb.view(), mc = tc.view();
   if (cpu_has_bf16_dot()) ma.arith = MatmulArith::kBf16Dot;

@@ -11,10 +11,10 @@ namespace {
 int64_t tiles_of(const Matrix& w) { return (w.n_rows + kTileRows - 1) / kTileRows; }
 
 // The products' tiles, concatenated, in n_threads * k equal parts (k = 2 where each part keeps
-// kMatmulMinPartTiles tiles); each part runs its tiles of each product in order.
-void equal_parts(ThreadPool& pool, std::span<const MatmulProduct> products, int64_t n_tok) {
-  int64_t n_tiles = 0;
-  for (const MatmulProduct& p : products) n_tiles += tiles_of(*p.w);
+// kMatmulMinPartTiles tiles; n_tiles: their total); each part runs its tiles of each product in
+// order.
+void equal_parts(ThreadPool& pool, std::span<const MatmulProduct> products, int64_t n_tiles,
+                 int64_t n_tok) {
   const int64_t n_threads = pool.n_threads();
   const int64_t n_parts = n_threads * (n_tiles >= 2 * kMatmulMinPartTiles * n_threads ? 2 : 1);
   pool.parallel_for(n_parts, 1, [&](int64_t i0, int64_t i1, int32_t) {
@@ -42,14 +42,14 @@ bool equal_parts_fit(ThreadPool& pool, int64_t n_tiles, int64_t n_tok) {
 void matmul_parallel(ThreadPool& pool, std::span<const MatmulProduct> products, int64_t n_tok) {
   int64_t n_tiles = 0;
   for (const MatmulProduct& p : products) n_tiles += tiles_of(*p.w);
-  if (equal_parts_fit(pool, n_tiles, n_tok)) return equal_parts(pool, products, n_tok);
+  if (equal_parts_fit(pool, n_tiles, n_tok)) return equal_parts(pool, products, n_tiles, n_tok);
   for (const MatmulProduct& p : products) matmul_parallel(pool, *p.w, p.x, n_tok, p.y);
 }
 
 void matmul_parallel(ThreadPool& pool, const Matrix& w, const float* x, int64_t n_tok, float* y) {
   if (equal_parts_fit(pool, tiles_of(w), n_tok)) {
     const MatmulProduct p{&w, x, y};
-    return equal_parts(pool, std::span<const MatmulProduct>(&p, 1), n_tok);
+    return equal_parts(pool, std::span<const MatmulProduct>(&p, 1), tiles_of(w), n_tok);
   }
   if (n_tok < kMatmulSplitTokens) {
     const bool blocks = n_tok >= kMatmulBlockGrainTokens &&

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "kernels/cpu/mla_attn.h"
+#include "tensor/matrix.h"
 
 namespace dss {
 
@@ -67,6 +68,11 @@ Workspace::Workspace(const ModelConfig& c, const WorkspaceLimits& lim) : limits(
   expert_pos.resize(k);
   xe.resize(k * d);
   ye.resize(k * d + T * d);
+  if (c.n_experts > 0) {
+    const int64_t jobs = std::min<int64_t>(c.n_experts, static_cast<int64_t>(k)) + 1;
+    moe_claims.reserve(jobs * ((static_cast<int64_t>(ff) + kFp8BlockSize - 1) / kFp8BlockSize),
+                       static_cast<int32_t>(jobs));
+  }
   logit_in.resize(static_cast<size_t>(lim.max_logit_rows) * d);
   if (lim.act_quant) {
     const size_t widest = std::max(

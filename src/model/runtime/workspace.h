@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "base/two_stage_jobs.h"
 #include "io/model_config.h"
 
 namespace dss {
@@ -88,7 +89,10 @@ struct Workspace {
   std::vector<int32_t> expert_pos;  // bucket position of (token t, choice k) at t * k_per_tok + k
   std::vector<float> xe;            // [max_tokens * n_experts_per_tok, d_model] bucket order
   std::vector<float> ye;            // xe's rows, then the shared expert's [max_tokens, d_model]
-  std::vector<float> logit_in;      // [max_logit_rows, d_model]
+  // The expert jobs' gate/up units (run_two_stage): min(n_experts, max_tokens * k) routed jobs
+  // plus the shared one, ceil(d_ff / kFp8BlockSize) units each.
+  TwoStageClaims moe_claims;
+  std::vector<float> logit_in;  // [max_logit_rows, d_model]
   // W8A8 (limits.act_quant only): a matmul input quantised to e4m3 and back,
   // [max(max_tokens * widest matmul input, kMlaPrefillTile * kv_lora_rank)] (kv_b runs over one
   // tile of cached positions in the naive MLA form).

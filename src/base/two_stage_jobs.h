@@ -1,0 +1,176 @@
+// Two-stage job lists in one ThreadPool dispatch.
+//
+// Every job j has a first stage over rows [0, rows_a) and a second stage over rows [0, rows_b),
+// and every second-stage row of j needs all of j's first-stage rows (MoE: an expert's gate, up
+// and SwiGLU over its d_ff rows, then down over d_model rows, each of which reads all d_ff).
+// Run as two dispatches, the stages cost a barrier between them, and each thread's share of a
+// stage is whatever its claims came to. run_two_stage instead runs n_parts parts in one dispatch:
+//   - part p prefers the p-th of n_parts equal-cost contiguous (job, row) ranges of each stage
+//     (cost: rows times the job's cost per row), cut at `grain` rows; it runs its first-stage
+//     range, then its second-stage range (the range's first job last: its first-stage rows are
+//     the previous part's last ones);
+//   - first-stage rows are claimed per grain unit (an atomic per unit; a run of consecutive units
+//     claimed together is one fn_a call), so a part that reaches job j's second stage first claims
+//     and runs the units of j nobody has claimed, then waits for those claimed by other parts.
+// A claimed unit runs without waiting on anything, so every wait ends. Each unit's fn_a call is
+// made once; its writes are visible to every second-stage call of the job (release / acquire on
+// the unit's state). Callers must make results independent of how rows are grouped into calls
+// (row ranges are grain-aligned, the last one ends at rows_a / rows_b).
+//
+// A part's stages are long contiguous streams and both stages share one barrier. Balance comes
+// from the parts' equal costs and, with n_parts above the thread count, from the pool's claims.
+#pragma once
+
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+#include <memory>
+
+#include "base/check.h"
+#include "base/thread_pool.h"
+
+namespace dss {
+
+// One job's two stages: rows and the relative cost of one row (any unit, per stage).
+struct TwoStageShape {
+  int64_t rows_a = 0, rows_b = 0;
+  int64_t cost_a = 1, cost_b = 1;
+};
+
+// The claim state of first-stage units, reused across calls (allocated once: no allocation per
+// step). capacity: the most first-stage units (sum over jobs of ceil(rows_a / grain)) and jobs of
+// one call.
+class TwoStageClaims {
+ public:
+  TwoStageClaims() = default;
+  TwoStageClaims(int64_t max_units, int32_t max_jobs) { reserve(max_units, max_jobs); }
+  // Sizes the state for calls of up to max_units units and max_jobs jobs (not during a call).
+  void reserve(int64_t max_units, int32_t max_jobs) {
+    units_ = std::make_unique<std::atomic<uint8_t>[]>(static_cast<size_t>(max_units));
+    first_unit_ = std::make_unique<int64_t[]>(static_cast<size_t>(max_jobs) + 1);
+    max_units_ = max_units;
+    max_jobs_ = max_jobs;
+  }
+
+  enum : uint8_t { kFree = 0, kClaimed = 1, kDone = 2 };
+  std::atomic<uint8_t>& unit(int64_t u) { return units_[static_cast<size_t>(u)]; }
+  int64_t& first_unit(int32_t j) { return first_unit_[static_cast<size_t>(j)]; }
+  int64_t max_units() const { return max_units_; }
+  int32_t max_jobs() const { return max_jobs_; }
+
+ private:
+  std::unique_ptr<std::atomic<uint8_t>[]> units_;
+  std::unique_ptr<int64_t[]> first_unit_;  // [max_jobs + 1] job j's units start here
+  int64_t max_units_ = 0;
+  int32_t max_jobs_ = 0;
+};
+
+namespace two_stage_detail {
+
+// Where cost c of a stage falls: job j and its row, rounded down to the grain (j == n_jobs: the
+// end). Every part computes the same boundaries, so the ranges tile each stage exactly.
+template <typename ShapeOf>
+void locate(int32_t n_jobs, const ShapeOf& shape_of, bool stage_a, int64_t grain, int64_t c,
+            int32_t& job, int64_t& row) {
+  for (job = 0; job < n_jobs; ++job) {
+    const TwoStageShape s = shape_of(job);
+    const int64_t rows = stage_a ? s.rows_a : s.rows_b, cost = stage_a ? s.cost_a : s.cost_b;
+    if (c < rows * cost) {
+      row = c / cost / grain * grain;
+      return;
+    }
+    c -= rows * cost;
+  }
+  row = 0;
+}
+
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
+}  // namespace two_stage_detail
+
+// Calls fn_a(j, r0, r1) over the first-stage rows and fn_b(j, r0, r1) over the second-stage rows
+// of jobs [0, n_jobs) (shape_of(j) -> TwoStageShape), fn_b of job j only after every fn_a of j
+// returned, in one dispatch of n_parts parts (above). fn_a / fn_b are called from the pool's
+// threads concurrently on disjoint ranges.
+template <typename ShapeOf, typename FnA, typename FnB>
+void run_two_stage(ThreadPool& pool, TwoStageClaims& claims, int32_t n_jobs, ShapeOf shape_of,
+                   int64_t grain, int32_t n_parts, FnA fn_a, FnB fn_b) {
+  using two_stage_detail::locate;
+  DSS_CHECK(n_jobs <= claims.max_jobs(), "run_two_stage: more jobs than the claims hold");
+  int64_t total_a = 0, total_b = 0, n_units = 0;
+  for (int32_t j = 0; j < n_jobs; ++j) {
+    const TwoStageShape s = shape_of(j);
+    total_a += s.rows_a * s.cost_a;
+    total_b += s.rows_b * s.cost_b;
+    claims.first_unit(j) = n_units;
+    n_units += (s.rows_a + grain - 1) / grain;
+  }
+  claims.first_unit(n_jobs) = n_units;
+  DSS_CHECK(n_units <= claims.max_units(), "run_two_stage: more units than the claims hold");
+  // Published to the workers by the dispatch (ThreadPool::run's release of the job).
+  for (int64_t u = 0; u < n_units; ++u)
+    claims.unit(u).store(TwoStageClaims::kFree, std::memory_order_relaxed);
+
+  // Claims the free units of [u0, u1) of job j in runs and calls fn_a on each run.
+  auto run_units = [&](int32_t j, int64_t u0, int64_t u1) {
+    const int64_t base = claims.first_unit(j), rows = shape_of(j).rows_a;
+    auto try_claim = [&](int64_t u) {
+      uint8_t expected = TwoStageClaims::kFree;
+      return claims.unit(base + u).compare_exchange_strong(expected, TwoStageClaims::kClaimed,
+                                                           std::memory_order_relaxed);
+    };
+    for (int64_t u = u0; u < u1;) {
+      if (!try_claim(u)) {
+        ++u;
+        continue;
+      }
+      int64_t v = u + 1;
+      while (v < u1 && try_claim(v)) ++v;
+      fn_a(j, u * grain, std::min(v * grain, rows));
+      for (int64_t w = u; w < v; ++w)
+        claims.unit(base + w).store(TwoStageClaims::kDone, std::memory_order_release);
+      u = v;
+    }
+  };
+  // Every first-stage unit of job j done: the free ones run here, claimed ones are waited for.
+  auto finish_first_stage = [&](int32_t j) {
+    const int64_t base = claims.first_unit(j), n = claims.first_unit(j + 1) - base;
+    run_units(j, 0, n);
+    for (int64_t u = 0; u < n; ++u) {
+      while (claims.unit(base + u).load(std::memory_order_acquire) != TwoStageClaims::kDone)
+        two_stage_detail::cpu_relax();
+    }
+  };
+
+  auto run_part = [&](int64_t p) {
+    int32_t ja0, ja1, jb0, jb1;
+    int64_t ra0, ra1, rb0, rb1;
+    locate(n_jobs, shape_of, true, grain, total_a * p / n_parts, ja0, ra0);
+    locate(n_jobs, shape_of, true, grain, total_a * (p + 1) / n_parts, ja1, ra1);
+    locate(n_jobs, shape_of, false, grain, total_b * p / n_parts, jb0, rb0);
+    locate(n_jobs, shape_of, false, grain, total_b * (p + 1) / n_parts, jb1, rb1);
+    for (int32_t j = ja0; j <= ja1 && j < n_jobs; ++j) {
+      const int64_t b = j == ja0 ? ra0 : 0;
+      const int64_t e = j == ja1 ? ra1 : shape_of(j).rows_a;
+      if (b < e) run_units(j, b / grain, (e + grain - 1) / grain);
+    }
+    auto second = [&](int32_t j) {
+      const int64_t b = j == jb0 ? rb0 : 0;
+      const int64_t e = j == jb1 ? rb1 : shape_of(j).rows_b;
+      if (b >= e) return;
+      finish_first_stage(j);
+      fn_b(j, b, e);
+    };
+    for (int32_t j = jb0 + 1; j <= jb1 && j < n_jobs; ++j) second(j);
+    if (jb0 < n_jobs) second(jb0);
+  };
+  pool.parallel_for(n_parts, 1, [&](int64_t p0, int64_t p1, int32_t) {
+    for (int64_t p = p0; p < p1; ++p) run_part(p);
+  });
+}
+
+}  // namespace dss

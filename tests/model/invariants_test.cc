@@ -11,8 +11,10 @@
 #include <vector>
 
 #include "base/rng.h"
+#include "kv/kv_cache.h"
 #include "model/runtime/model.h"
 #include "model/runtime/sequence_runner.h"
+#include "model/runtime/workspace.h"
 
 namespace dss {
 namespace {
@@ -246,6 +248,90 @@ TEST(ForwardInvariants, DecodeIsBitIdenticalAcrossThreadCounts) {
       for (const auto& s : sel[0]) EXPECT_EQ(s.size(), 16u);
     }
   }
+}
+
+// One decode step of several sequences at long contexts (synthetic cache rows: the step only
+// reads them) equals each sequence's step alone, bit for bit, with 1 and 3 threads, and the
+// naive (expanded K/V, one softmax) form within kTol. Contexts
+// 9000, 300, 8200 and 1 positions give 36, 2, 33 and 1 split-K parts: the step's attention runs
+// the parts of consecutive tokens in one dispatch, at most kMlaDecodeMaxParts (64) in all, so
+// here in two (tokens 0-1, then 2-3), with multi-part tokens merged after and one-part tokens
+// by the thread that ran them.
+TEST(ForwardInvariants, BatchedLongContextDecodeEqualsEachSequenceAlone) {
+  const std::vector<int32_t> ctx = {9000, 300, 8200, 1};
+  const std::vector<TokenId> toks = {5, 17, 9, 3};
+  const auto n_seqs = static_cast<int32_t>(ctx.size());
+  const int32_t page = 64, max_len = 9001, max_pages = (max_len + page - 1) / page;
+  ASSERT_EQ(kMlaDecodeMaxParts, 64);
+  ASSERT_EQ(kMlaDecodePart, 256);
+  std::vector<float> batched[2], alone, naive;
+  for (int32_t threads : {1, 3}) {
+    auto loaded = Model::load(LoadOptions{std::string(DSS_TEST_DATA) + "/golden/tiny-v3", threads});
+    ASSERT_TRUE(loaded.is_ok()) << loaded.message();
+    const Model& m = **loaded;
+    const int32_t V = m.config().n_vocab;
+    KvCache kv(m.kv_layout(page, DType::kF32), n_seqs * max_pages);
+    // Sequence s owns pages [s * max_pages, (s + 1) * max_pages), in reverse order.
+    std::vector<PageId> table(static_cast<size_t>(n_seqs * max_pages));
+    for (int32_t s = 0; s < n_seqs; ++s) {
+      for (int32_t i = 0; i < max_pages; ++i)
+        table[static_cast<size_t>(s * max_pages + i)] = (s + 1) * max_pages - 1 - i;
+    }
+    auto slot = [&](int32_t s, int32_t pos) {
+      return table[static_cast<size_t>(s * max_pages + pos / page)] * page + pos % page;
+    };
+    Rng rng(77);
+    std::vector<float> row(static_cast<size_t>(kv.layout().d_row()));
+    for (int32_t s = 0; s < n_seqs; ++s) {
+      for (int32_t pos = 0; pos < ctx[static_cast<size_t>(s)]; ++pos) {
+        for (int32_t l = 0; l < kv.layout().n_layers; ++l) {
+          for (float& v : row) v = rng.normal();
+          kv.store(l, slot(s, pos), row.data());
+        }
+      }
+    }
+    Workspace ws(m.config(), WorkspaceLimits{n_seqs, max_len, n_seqs, threads, false});
+    // A step of the sequences in `seqs`, one token each, logits for every token.
+    auto step = [&](const std::vector<int32_t>& seqs, AttnPath path = AttnPath::kAbsorbed) {
+      const auto n = static_cast<int32_t>(seqs.size());
+      std::vector<TokenId> t;
+      std::vector<int32_t> positions, begin = {0}, kv_len, slots, rows;
+      std::vector<PageId> pt;
+      for (int32_t i = 0; i < n; ++i) {
+        const int32_t s = seqs[static_cast<size_t>(i)], L = ctx[static_cast<size_t>(s)];
+        t.push_back(toks[static_cast<size_t>(s)]);
+        positions.push_back(L);
+        begin.push_back(i + 1);
+        kv_len.push_back(L + 1);
+        slots.push_back(slot(s, L));
+        rows.push_back(i);
+        pt.insert(pt.end(), table.begin() + s * max_pages, table.begin() + (s + 1) * max_pages);
+      }
+      ForwardBatch b;
+      b.tokens = t;
+      b.positions = positions;
+      b.seq_token_begin = begin;
+      b.seq_kv_len = kv_len;
+      b.page_table = pt;
+      b.max_pages = max_pages;
+      b.kv_write_slots = slots;
+      b.logit_rows = rows;
+      std::vector<float> logits(static_cast<size_t>(n) * V);
+      m.forward(b, kv, ws, logits.data(), path);
+      return logits;
+    };
+    batched[threads == 1 ? 0 : 1] = step({0, 1, 2, 3});
+    if (threads == 3) {
+      naive = step({0, 1, 2, 3}, AttnPath::kNaive);
+      for (int32_t s = 0; s < n_seqs; ++s) {
+        const std::vector<float> one = step({s});
+        alone.insert(alone.end(), one.begin(), one.end());
+      }
+    }
+  }
+  EXPECT_EQ(batched[0], batched[1]) << "the thread count changed a batched step";
+  EXPECT_EQ(batched[1], alone) << "a batched step differs from its sequences alone";
+  EXPECT_LT(max_diff(batched[1], naive), kTol) << "absorbed and naive attention disagree";
 }
 
 TEST(ForwardInvariants, DecodeIsDeterministic) {

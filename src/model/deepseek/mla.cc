@@ -9,6 +9,7 @@
 //            kernels/cpu/mla_attn split-K over the thread pool (flash decoding).
 // Both use softmax_scale = d_qk^-0.5 * mscale^2 and a causal mask offset by the cached length.
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <limits>
 
@@ -279,30 +280,62 @@ void Model::mla_absorbed(int32_t i_layer, const ForwardBatch& b, const int32_t* 
       cpu::matmul_rows(w.w_uk_t, xg, n, ws.q_lat.data(), int64_t{h} * R, int64_t{h + 1} * R);
     }
   });
+  // Attention, split-K over each token's attended positions in parts that depend only on its
+  // count (never on the thread count), merged in part order: bit-identical for any number of
+  // threads. The parts of consecutive tokens, up to kMlaDecodeMaxParts in all, run in one
+  // dispatch (a decode step's short-context tokens have one part each: one at a time they ran
+  // on the caller alone); a one-part token is merged by the thread that ran it, the others after.
+  struct TokenAttn {
+    cpu::MlaCacheView view;
+    const int32_t* ps;
+    int32_t n_att, n_parts, part, first_part;
+  };
+  std::array<TokenAttn, kMlaAbsorbChunk> ta;
   for (int32_t j = 0; j < n; ++j) {
     const auto [t_begin, t_end, L] = seq_range(b, seqs[j]);
     const int32_t t = toks[j], pos = L - (t_end - t_begin) + (t - t_begin);
-    const cpu::MlaCacheView view = cache_view(kv, i_layer, b, seqs[j]);
-    const float* q_lat = ws.q_lat.data() + static_cast<size_t>(j) * HR;
-    const float* q_pe = ws.q_pe.data() + static_cast<size_t>(j) * H * dr;
-    // Split-K over the attended positions in parts that depend only on n (never on the thread
-    // count), merged in part order: the result is bit-identical for any number of threads.
-    int32_t n_att = 0;
-    const int32_t* ps = attended_positions(ws, t, pos, c.index_topk, n_att);
-    const int32_t n_parts =
-        std::min(kMlaDecodeMaxParts, (n_att + kMlaDecodePart - 1) / kMlaDecodePart);
-    const int32_t part = (n_att + n_parts - 1) / n_parts;
-    pool_->parallel_for(n_parts, 1, [&](int64_t i0, int64_t i1, int32_t i_thread) {
+    TokenAttn& a = ta[static_cast<size_t>(j)];
+    a.view = cache_view(kv, i_layer, b, seqs[j]);
+    a.ps = attended_positions(ws, t, pos, c.index_topk, a.n_att);
+    a.n_parts = std::min(kMlaDecodeMaxParts, (a.n_att + kMlaDecodePart - 1) / kMlaDecodePart);
+    a.part = (a.n_att + a.n_parts - 1) / a.n_parts;
+  }
+  for (int32_t j0 = 0, j1 = 0; j0 < n; j0 = j1) {
+    // Tokens [j0, j1): their parts fill the part buffers in token order.
+    int32_t units = 0;
+    for (j1 = j0; j1 < n && units + ta[static_cast<size_t>(j1)].n_parts <= kMlaDecodeMaxParts;
+         ++j1) {
+      ta[static_cast<size_t>(j1)].first_part = units;
+      units += ta[static_cast<size_t>(j1)].n_parts;
+    }
+    pool_->parallel_for(units, 1, [&](int64_t u0, int64_t u1, int32_t i_thread) {
       float* scratch = ws.attn_scratch.data() + static_cast<size_t>(i_thread) * n_scratch;
-      for (int64_t i = i0; i < i1; ++i) {
-        const auto ip = static_cast<size_t>(i);
-        cpu::mla_attn_partial(view, ps, i * part, std::min<int64_t>(n_att, (i + 1) * part), q_lat,
-                              q_pe, H, scale, scratch, ws.part_m.data() + ip * H,
-                              ws.part_l.data() + ip * H, ws.part_o.data() + ip * H * R);
+      int32_t j = j0;
+      for (int64_t u = u0; u < u1; ++u) {
+        while (u >= ta[static_cast<size_t>(j)].first_part + ta[static_cast<size_t>(j)].n_parts) ++j;
+        const TokenAttn& a = ta[static_cast<size_t>(j)];
+        const int64_t i = u - a.first_part;
+        const auto iu = static_cast<size_t>(u);
+        cpu::mla_attn_partial(
+            a.view, a.ps, i * a.part, std::min<int64_t>(a.n_att, (i + 1) * a.part),
+            ws.q_lat.data() + static_cast<size_t>(j) * HR,
+            ws.q_pe.data() + static_cast<size_t>(j) * H * dr, H, scale, scratch,
+            ws.part_m.data() + iu * H, ws.part_l.data() + iu * H, ws.part_o.data() + iu * H * R);
+        if (a.n_parts == 1) {
+          cpu::mla_attn_merge(1, ws.part_m.data() + iu * H, ws.part_l.data() + iu * H,
+                              ws.part_o.data() + iu * H * R, H, R,
+                              ws.o_lat.data() + static_cast<size_t>(j) * HR);
+        }
       }
     });
-    cpu::mla_attn_merge(n_parts, ws.part_m.data(), ws.part_l.data(), ws.part_o.data(), H, R,
-                        ws.o_lat.data() + static_cast<size_t>(j) * HR);
+    for (int32_t j = j0; j < j1; ++j) {
+      const TokenAttn& a = ta[static_cast<size_t>(j)];
+      if (a.n_parts == 1) continue;
+      const auto f = static_cast<size_t>(a.first_part);
+      cpu::mla_attn_merge(a.n_parts, ws.part_m.data() + f * H, ws.part_l.data() + f * H,
+                          ws.part_o.data() + f * H * R, H, R,
+                          ws.o_lat.data() + static_cast<size_t>(j) * HR);
+    }
   }
   // o[j]_h = W_UV_h o_lat[j]_h (d_v): kv_b's rows [h d_kv + d_nope, (h + 1) d_kv) times head h's
   // o_lat rows gathered [n, R], for the chunk at once.

@@ -41,25 +41,31 @@ TEST(ThreadPool, CoversEveryIndexOnceWithAlignedRanges) {
   }
 }
 
-// The caller's first claim stalls (a descheduled core): the workers claim and finish every other
-// chunk meanwhile, and the caller, back, finds nothing left.
+// The first claim stalls (a descheduled core): the other threads claim and finish every other
+// chunk meanwhile, and the stalled thread, back, finds nothing left. The first claim is usually
+// the caller's, but spinning workers can claim before it (often under TSan), so the stall goes to
+// whichever thread runs first.
 TEST(ThreadPool, StalledThreadLeavesTheRestToOthers) {
   ThreadPool pool(3);
   const int64_t n = 64;
-  std::atomic<int64_t> by_caller{0}, by_workers{0};
-  std::atomic<int> caller_calls{0};
+  std::atomic<int> stalled_thread{-1};
+  std::atomic<int64_t> by_stalled{0}, by_others{0};
+  std::atomic<int> stalled_calls{0};
   pool.parallel_for(n, 1, [&](int64_t b, int64_t e, int32_t i_thread) {
-    if (i_thread == 0) {
-      if (caller_calls.fetch_add(1) == 0)
-        std::this_thread::sleep_for(std::chrono::milliseconds(300));
-      by_caller.fetch_add(e - b);
+    int expected = -1;
+    if (stalled_thread.compare_exchange_strong(expected, i_thread)) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    }
+    if (i_thread == stalled_thread.load()) {
+      stalled_calls.fetch_add(1);
+      by_stalled.fetch_add(e - b);
     } else {
-      by_workers.fetch_add(e - b);
+      by_others.fetch_add(e - b);
     }
   });
-  EXPECT_EQ(by_caller.load() + by_workers.load(), n);
-  EXPECT_EQ(caller_calls.load(), 1) << "the workers left chunks to the stalled caller";
-  EXPECT_LE(by_caller.load(), n / (4 * 3)) << "the caller's first claim: a quarter of n / threads";
+  EXPECT_EQ(by_stalled.load() + by_others.load(), n);
+  EXPECT_EQ(stalled_calls.load(), 1) << "the others left chunks to the stalled thread";
+  EXPECT_LE(by_stalled.load(), n / (4 * 3)) << "the first claim: a quarter of n / threads";
 }
 
 TEST(ThreadPool, ManyBackToBackCalls) {

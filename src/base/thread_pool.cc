@@ -4,6 +4,7 @@
 #include <chrono>
 
 #include "base/check.h"
+#include "base/spin.h"
 
 namespace dss {
 
@@ -18,15 +19,6 @@ ThreadPool::~ThreadPool() {
   cv_.notify_all();
   for (auto& t : workers_) t.join();
 }
-
-namespace {
-// A spin-wait hint to the core (its sibling thread, power); a no-op where there is none.
-inline void cpu_relax() {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#endif
-}
-}  // namespace
 
 void ThreadPool::work(int32_t i_thread) {
   const int64_t per_claim_div = 4 * int64_t{n_threads_};
@@ -62,10 +54,7 @@ void ThreadPool::run(int64_t n, int64_t grain, Thunk thunk, void* ctx) {
   }
   work(0);
   // Wait for the workers to finish their last claims (spin, then yield).
-  for (int spins = 0; pending_.load(std::memory_order_acquire) != 0; ++spins) {
-    if (spins > 2000) std::this_thread::yield();
-    cpu_relax();
-  }
+  spin_until([&] { return pending_.load(std::memory_order_acquire) == 0; });
 }
 
 void ThreadPool::worker(int32_t i_thread) {

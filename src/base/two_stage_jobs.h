@@ -27,6 +27,7 @@
 #include <memory>
 
 #include "base/check.h"
+#include "base/spin.h"
 #include "base/thread_pool.h"
 
 namespace dss {
@@ -84,12 +85,6 @@ void locate(int32_t n_jobs, const ShapeOf& shape_of, bool stage_a, int64_t grain
   row = 0;
 }
 
-inline void cpu_relax() {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#endif
-}
-
 }  // namespace two_stage_detail
 
 // Calls fn_a(j, r0, r1) over the first-stage rows and fn_b(j, r0, r1) over the second-stage rows
@@ -101,9 +96,12 @@ void run_two_stage(ThreadPool& pool, TwoStageClaims& claims, int32_t n_jobs, Sha
                    int64_t grain, int32_t n_parts, FnA fn_a, FnB fn_b) {
   using two_stage_detail::locate;
   DSS_CHECK(n_jobs <= claims.max_jobs(), "run_two_stage: more jobs than the claims hold");
+  DSS_CHECK(n_parts >= 1 && grain >= 1, "run_two_stage: ", n_parts, " parts, grain ", grain);
   int64_t total_a = 0, total_b = 0, n_units = 0;
   for (int32_t j = 0; j < n_jobs; ++j) {
     const TwoStageShape s = shape_of(j);
+    DSS_CHECK(s.rows_a >= 0 && s.rows_b >= 0 && s.cost_a > 0 && s.cost_b > 0, "run_two_stage: job ",
+              j, " has negative rows or a cost <= 0");
     total_a += s.rows_a * s.cost_a;
     total_b += s.rows_b * s.cost_b;
     claims.first_unit(j) = n_units;
@@ -118,10 +116,12 @@ void run_two_stage(ThreadPool& pool, TwoStageClaims& claims, int32_t n_jobs, Sha
   // Claims the free units of [u0, u1) of job j in runs and calls fn_a on each run.
   auto run_units = [&](int32_t j, int64_t u0, int64_t u1) {
     const int64_t base = claims.first_unit(j), rows = shape_of(j).rows_a;
-    auto try_claim = [&](int64_t u) {
+    auto try_claim = [&](int64_t u) {  // a plain load first: most units a waiter sees are done
+      std::atomic<uint8_t>& state = claims.unit(base + u);
       uint8_t expected = TwoStageClaims::kFree;
-      return claims.unit(base + u).compare_exchange_strong(expected, TwoStageClaims::kClaimed,
-                                                           std::memory_order_relaxed);
+      return state.load(std::memory_order_relaxed) == TwoStageClaims::kFree &&
+             state.compare_exchange_strong(expected, TwoStageClaims::kClaimed,
+                                           std::memory_order_relaxed);
     };
     for (int64_t u = u0; u < u1;) {
       if (!try_claim(u)) {
@@ -141,8 +141,9 @@ void run_two_stage(ThreadPool& pool, TwoStageClaims& claims, int32_t n_jobs, Sha
     const int64_t base = claims.first_unit(j), n = claims.first_unit(j + 1) - base;
     run_units(j, 0, n);
     for (int64_t u = 0; u < n; ++u) {
-      while (claims.unit(base + u).load(std::memory_order_acquire) != TwoStageClaims::kDone)
-        two_stage_detail::cpu_relax();
+      spin_until([&] {
+        return claims.unit(base + u).load(std::memory_order_acquire) == TwoStageClaims::kDone;
+      });
     }
   };
 

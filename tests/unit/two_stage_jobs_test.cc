@@ -32,19 +32,23 @@ struct Check {
     rows_a_done = std::vector<std::atomic<int64_t>>(shapes.size());
   }
 
-  // stall_first_a: the first fn_a call on the caller's thread sleeps (a descheduled core).
+  std::atomic<bool> stalled{false};  // the stall below happened
+
+  // stall_first_a: the first fn_a call (on whichever thread) sleeps holding its claims (a
+  // descheduled core).
   void run(ThreadPool& pool, int64_t grain, int32_t n_parts, bool stall_first_a) {
     int64_t units = 0;
     for (const TwoStageShape& s : shapes) units += (s.rows_a + grain - 1) / grain;
     TwoStageClaims claims(units, static_cast<int32_t>(shapes.size()));
-    std::atomic<bool> stalled{!stall_first_a};
-    const std::thread::id caller = std::this_thread::get_id();
+    std::atomic<bool> first_a_seen{!stall_first_a};
     run_two_stage(
         pool, claims, static_cast<int32_t>(shapes.size()),
         [&](int32_t j) { return shapes[static_cast<size_t>(j)]; }, grain, n_parts,
         [&](int32_t j, int64_t r0, int64_t r1) {
-          if (std::this_thread::get_id() == caller && !stalled.exchange(true))
+          if (!first_a_seen.exchange(true)) {
             std::this_thread::sleep_for(std::chrono::milliseconds(150));
+            stalled.store(true);
+          }
           if (r0 % grain != 0 || r0 >= r1 || r1 > shapes[static_cast<size_t>(j)].rows_a)
             misaligned.fetch_add(1);
           for (int64_t r = r0; r < r1; ++r)
@@ -73,13 +77,16 @@ struct Check {
 };
 
 // MoE-like lists: 7 experts of 512 / 1024 rows at 1 token, a shared one with more tokens, ragged
-// rows (not grain multiples), and a job with no second-stage rows.
+// rows (not grain multiples), a job with no second-stage rows, jobs with no first-stage rows,
+// and an empty list.
 std::vector<std::vector<TwoStageShape>> job_lists() {
   std::vector<std::vector<TwoStageShape>> lists;
   lists.push_back(std::vector<TwoStageShape>(7, TwoStageShape{512, 1024, 2 * 1024 * 5, 512 * 5}));
   lists.back().push_back({512, 1024, 2 * 1024 * 20, 512 * 20});
   lists.push_back({{300, 200, 3, 1}, {1, 1, 1, 1}, {129, 0, 2, 1}, {1000, 777, 1, 5}});
   lists.push_back({{128, 128, 1, 1}});
+  lists.push_back({{0, 300, 1, 1}, {256, 256, 1, 1}, {0, 0, 1, 1}});  // jobs without a first stage
+  lists.push_back({});                                                // no jobs at all
   return lists;
 }
 
@@ -96,8 +103,8 @@ TEST(TwoStageJobs, CoversEveryRowOnceAndOrdersTheStages) {
   }
 }
 
-// The caller stalls in its first first-stage call while holding a claim: the other parts run
-// their own units, help with the unclaimed ones and wait only for the stalled run. With one thread
+// A thread stalls in the first first-stage call while holding its claims: the other parts run
+// their own units, help with the unclaimed ones and wait for the stalled run. With one thread
 // (parts one after another), part 0's second stage needs units of parts not yet started, which it
 // runs itself.
 TEST(TwoStageJobs, StalledOrSequentialPartsStillFinishInOrder) {
@@ -106,7 +113,10 @@ TEST(TwoStageJobs, StalledOrSequentialPartsStillFinishInOrder) {
     for (int32_t n_parts : {2, 3, 8}) {
       Check stalled(shapes);
       stalled.run(pool3, 128, n_parts, true);
-      stalled.expect_all_once("stalled caller");
+      stalled.expect_all_once("stalled thread");
+      bool any_first_stage = false;
+      for (const TwoStageShape& sh : shapes) any_first_stage = any_first_stage || sh.rows_a > 0;
+      EXPECT_EQ(stalled.stalled.load(), any_first_stage) << "the stall did not happen";
       Check sequential(shapes);
       sequential.run(pool1, 128, n_parts, false);
       sequential.expect_all_once("one thread");

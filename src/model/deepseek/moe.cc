@@ -31,10 +31,6 @@ struct ExpertJob {
 };
 inline constexpr int32_t kMaxJobs = 1024 + 1;  // experts (ModelConfig allows <= 1024) + shared
 inline constexpr int32_t kMaxChoices = 64;     // num_experts_per_tok (ModelConfig allows <= 64)
-// Row ranges are cut at scale-block grain (128 rows, 4 weight tiles): a tile is computed by one
-// thread, the GEMM paths compute a block's bf16 activations once per call, and the 1-token GEMV
-// runs 4 tiles side by side (a cut at tile grain left calls of 1-2 tiles, latency bound).
-inline constexpr int64_t kRowGrain = kFp8BlockSize;
 
 }  // namespace
 
@@ -115,9 +111,9 @@ void Model::moe(int32_t i_layer, const MoeWeights& m, int32_t T, Workspace& ws) 
       [&](int32_t j) {
         // A row's cost: its tokens plus ~4 tokens' worth of weight reading, times its columns.
         const ExpertJob& e = jobs[static_cast<size_t>(j)];
-        return TwoStageShape{e.d_ff, d, 2 * d * (e.n_tok + 4), e.d_ff * (e.n_tok + 4)};
+        return TwoStageShape{e.d_ff, d, 2 * d * (e.n_tok + 4), int64_t{e.d_ff} * (e.n_tok + 4)};
       },
-      kRowGrain, n_parts,
+      kMoeRowGrain, n_parts,
       [&](int32_t i, int64_t r0, int64_t r1) {
         const ExpertJob& j = jobs[static_cast<size_t>(i)];
         cpu::matmul_rows(j.f->gate, j.x, j.n_tok, j.g, r0, r1);

@@ -3,7 +3,6 @@
 #include <algorithm>
 
 #include "kernels/cpu/mla_attn.h"
-#include "tensor/matrix.h"
 
 namespace dss {
 
@@ -70,7 +69,7 @@ Workspace::Workspace(const ModelConfig& c, const WorkspaceLimits& lim) : limits(
   ye.resize(k * d + T * d);
   if (c.n_experts > 0) {
     const int64_t jobs = std::min<int64_t>(c.n_experts, static_cast<int64_t>(k)) + 1;
-    moe_claims.reserve(jobs * ((static_cast<int64_t>(ff) + kFp8BlockSize - 1) / kFp8BlockSize),
+    moe_claims.reserve(jobs * ((static_cast<int64_t>(ff) + kMoeRowGrain - 1) / kMoeRowGrain),
                        static_cast<int32_t>(jobs));
   }
   logit_in.resize(static_cast<size_t>(lim.max_logit_rows) * d);

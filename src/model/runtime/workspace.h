@@ -7,6 +7,7 @@
 
 #include "base/two_stage_jobs.h"
 #include "io/model_config.h"
+#include "tensor/matrix.h"
 
 namespace dss {
 
@@ -22,6 +23,12 @@ inline constexpr int32_t kMlaDecodeMaxParts = 64;
 // Absorbed-form tokens whose W_UK / W_UV products run as one batched matmul per head (the tokens
 // of a decode step across sequences, in chunks of this many).
 inline constexpr int32_t kMlaAbsorbChunk = 16;
+
+// The MoE block's row grain (Model::moe's run_two_stage units): one FP8 scale block, 128 rows
+// (4 weight tiles): a tile is computed by one thread, the GEMM paths compute a block's bf16
+// activations once per call, and the 1-token GEMV runs 4 tiles side by side (a cut at tile grain
+// left calls of 1-2 tiles, latency bound).
+inline constexpr int64_t kMoeRowGrain = kFp8BlockSize;
 
 struct WorkspaceLimits {
   int32_t max_tokens = 1;      // tokens per forward step
@@ -90,7 +97,8 @@ struct Workspace {
   std::vector<float> xe;            // [max_tokens * n_experts_per_tok, d_model] bucket order
   std::vector<float> ye;            // xe's rows, then the shared expert's [max_tokens, d_model]
   // The expert jobs' gate/up units (run_two_stage): min(n_experts, max_tokens * k) routed jobs
-  // plus the shared one, ceil(d_ff / kFp8BlockSize) units each.
+  // plus the shared one, at most ceil(max(d_ff, n_shared_experts * d_ff_expert) / kMoeRowGrain)
+  // units each.
   TwoStageClaims moe_claims;
   std::vector<float> logit_in;  // [max_logit_rows, d_model]
   // W8A8 (limits.act_quant only): a matmul input quantised to e4m3 and back,

@@ -5,7 +5,7 @@
 // cache is off so the two phases do the same work.
 //
 //   engine_bench --model models/ds-mini [--requests 16] [--input-len 256] [--output-len 128]
-//                [--threads N] [--json-out FILE]
+//                [--threads N] [--matmul-dtype f32|bf16|auto] [--json-out FILE]
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cstdio>
@@ -80,6 +80,12 @@ int main(int argc, char** argv) {
   app.add_option("--input-len", in_len, "Prompt tokens per request")->capture_default_str();
   app.add_option("--output-len", out_len, "New tokens per request")->capture_default_str();
   app.add_option("--threads", o.n_threads, "Compute threads (0: all)")->capture_default_str();
+  o.matmul_dtype = "auto";  // as `dsserve serve`
+  app.add_option("--matmul-dtype", o.matmul_dtype,
+                 "Arithmetic of the tiled FP8 / BF16 linear layers: f32 | bf16 | auto (bf16 where "
+                 "the CPU has AVX512-BF16), as `dsserve serve --matmul-dtype`")
+      ->check(CLI::IsMember({"f32", "bf16", "auto"}))
+      ->capture_default_str();
   app.add_option("--seed", seed, "Prompt seed")->capture_default_str();
   app.add_option("--json-out", json_out, "Write the results as JSON");
   CLI11_PARSE(app, argc, argv);
@@ -100,8 +106,8 @@ int main(int argc, char** argv) {
     for (auto& t : p)
       t = static_cast<dss::TokenId>(rng.next_u64() % static_cast<uint64_t>(std::min(V, 128000)));
   }
-  std::fprintf(stderr, "engine_bench: %d requests x (%d in, %d out), %s\n", n_req, in_len, out_len,
-               o.model_dir.c_str());
+  std::fprintf(stderr, "engine_bench: %d requests x (%d in, %d out), %s, --matmul-dtype %s\n",
+               n_req, in_len, out_len, o.model_dir.c_str(), o.matmul_dtype.c_str());
   const PhaseResult conc = run_phase(**e, prompts, out_len, true);
   std::fprintf(stderr, "  concurrent:    %.1f s, %.2f output tok/s\n", conc.wall_s, conc.tok_s());
   const PhaseResult seq = run_phase(**e, prompts, out_len, false);
@@ -111,6 +117,7 @@ int main(int argc, char** argv) {
   j["requests"] = n_req;
   j["input_len"] = in_len;
   j["output_len"] = out_len;
+  j["matmul_dtype"] = o.matmul_dtype;
   auto phase = [&](const PhaseResult& r) {
     return dss::OrderedJson{{"wall_s", r.wall_s},
                             {"output_tokens", r.out_tokens},

@@ -14,7 +14,7 @@
 #   make demo-model   (re)create models/demo-tiny-v32 (the default model of `dsserve serve`)
 #   make ds-mini      create models/ds-mini (benchmark shape, ~1.7 GB, about a minute)
 #   make bench-engine in-process engine benchmark on ds-mini (16 x 256/128, concurrent vs serial;
-#                     tens of minutes on 2 cores today); results in build/bench-engine.json
+#                     ~1 minute on the 2-core dev VM); results in build/bench-engine.json
 
 JOBS ?= $(shell nproc)
 DSSERVE := build/release/apps/dsserve/dsserve

@@ -109,8 +109,11 @@ std::vector<double> bench_prefill(const Model& m, const BenchModelArgs& a, int32
   return tok_s;
 }
 
-// tg<T> at batch b: tok/s = b * T / time of T batched decode steps, per repetition.
-std::vector<double> bench_decode(const Model& m, const BenchModelArgs& a, int32_t b, Rng& rng) {
+// tg<T> at batch b: tok/s = b * T / time of T batched decode steps, per repetition. With
+// bw_gbps, the read bandwidth is also sampled right before every measured repetition and once
+// after the last (repetitions + 1 samples: repetition i between samples i and i + 1).
+std::vector<double> bench_decode(const Model& m, const BenchModelArgs& a, int32_t b, Rng& rng,
+                                 std::vector<double>* bw_gbps = nullptr) {
   const int32_t T = a.decode_tokens;
   BatchDriver d(m, b, T, 1, a.page_size, kv_dtype(m, a));
   const std::vector<TokenId> ids =
@@ -119,13 +122,40 @@ std::vector<double> bench_decode(const Model& m, const BenchModelArgs& a, int32_
   for (int32_t rep = -1; rep < a.repetitions; ++rep) {
     d.truncate(0);
     const int32_t n_steps = rep < 0 ? std::min(T, 4) : T;  // warm-up: a few steps
+    if (rep >= 0 && bw_gbps != nullptr)
+      bw_gbps->push_back(bench::measure_read_gbps(a.bandwidth_mib, m.n_threads()));
     const double t0 = now_seconds();
     for (int32_t i = 0; i < n_steps; ++i)
       d.step(std::span<const TokenId>(ids).subspan(static_cast<size_t>(i) * b, b), 1);
     const double s = now_seconds() - t0;
     if (rep >= 0) tok_s.push_back(static_cast<double>(b) * T / s);
   }
+  if (bw_gbps != nullptr)
+    bw_gbps->push_back(bench::measure_read_gbps(a.bandwidth_mib, m.n_threads()));
   return tok_s;
+}
+
+// Batch 1 against the roofline per repetition: its tok/s times the bytes per token over the
+// higher of the bandwidth samples right before and after it (the lower, conservative
+// percentage). The VM's bandwidth switches regime within a run (minutes, sometimes seconds), so
+// one pair of samples around all repetitions can pair a slow spell's decode with a fast spell's
+// bandwidth or the reverse; paired per repetition, the median is the figure.
+std::vector<double> paired_roofline_pct(const std::vector<double>& tok_s,
+                                        const std::vector<double>& bw_gbps, int64_t bytes) {
+  DSS_CHECK(bw_gbps.size() == tok_s.size() + 1);
+  std::vector<double> pct;
+  for (size_t i = 0; i < tok_s.size(); ++i) {
+    const double bw = std::max(bw_gbps[i], bw_gbps[i + 1]);
+    pct.push_back(100.0 * tok_s[i] * static_cast<double>(bytes) / (bw * 1e9));
+  }
+  return pct;
+}
+
+double median(std::vector<double> v) {
+  DSS_CHECK(!v.empty());
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
 struct ContextResult {
@@ -263,13 +293,16 @@ int run_bench_model(const BenchModelArgs& a) {
   // between regimes every few minutes (../shared/docs/baselines.md), and the roofline takes the
   // highest sample (the lower, conservative percentage).
   double bw_bs1_before = 0, bw_bs1_after = 0;
+  std::vector<double> bw_bs1, pct_bs1;  // samples around each repetition; its paired percentage
   for (int32_t b : a.context_only ? std::vector<int32_t>{} : a.decode_batch) {
     progress("bench-model: tg%d batch %d\n", a.decode_tokens, b);
-    if (b == 1) bw_bs1_before = bench::measure_read_gbps(a.bandwidth_mib, n_threads);
-    const Stat s = stat_of(bench_decode(m, a, b, rng));
+    const std::vector<double> tok_s = bench_decode(m, a, b, rng, b == 1 ? &bw_bs1 : nullptr);
+    const Stat s = stat_of(tok_s);
     if (b == 1) {
       bs1_tok_s = s.mean;
-      bw_bs1_after = bench::measure_read_gbps(a.bandwidth_mib, n_threads);
+      bw_bs1_before = bw_bs1.front();
+      bw_bs1_after = bw_bs1.back();
+      pct_bs1 = paired_roofline_pct(tok_s, bw_bs1, bytes.total);
     }
     rows.emplace_back(str_cat("tg", a.decode_tokens, " bs", b), s);
     j[str_cat("decode_bs", b, "_tok_s")] = s.mean;
@@ -282,7 +315,8 @@ int run_bench_model(const BenchModelArgs& a) {
         {a.decode_context[k], {ctx_results[k].prefill_s, stat_of(ctx_results[k].tpot_ms)}});
   }
   const double bw_after = bench::measure_read_gbps(a.bandwidth_mib, n_threads);
-  const double bw = std::max({bw_before, bw_after, bw_bs1_before, bw_bs1_after});
+  double bw = std::max(bw_before, bw_after);
+  for (double x : bw_bs1) bw = std::max(bw, x);
   const double roofline = bw * 1e9 / static_cast<double>(bytes.total);
   j["read_gbps_before"] = bw_before;
   j["read_gbps_after"] = bw_after;
@@ -294,7 +328,12 @@ int run_bench_model(const BenchModelArgs& a) {
   j["active_weight_bytes_per_token"] = bytes.total;
   for (const auto& [part, b] : bytes.parts) j["active_weight_bytes"][part] = b;
   j["roofline_bs1_tok_s"] = roofline;
-  if (bs1_tok_s > 0) j["decode_bs1_roofline_pct"] = 100.0 * bs1_tok_s / roofline;
+  if (bs1_tok_s > 0) {
+    j["decode_bs1_roofline_pct"] = 100.0 * bs1_tok_s / roofline;
+    j["read_gbps_bs1_samples"] = bw_bs1;
+    j["decode_bs1_roofline_pct_paired"] = median(pct_bs1);
+    j["decode_bs1_roofline_pct_paired_reps"] = pct_bs1;
+  }
   for (const auto& [cl, r] : ctx) {
     j[str_cat("decode_ctx_", cl, "_prefill_s")] = r.first;
     j[str_cat("decode_ctx_", cl, "_tpot_ms")] = r.second.mean;
@@ -329,6 +368,12 @@ int run_bench_model(const BenchModelArgs& a) {
               roofline);
   if (bs1_tok_s > 0) std::printf("; decode bs1 reaches %.1f%% of it", 100.0 * bs1_tok_s / roofline);
   std::printf("\n");
+  if (bs1_tok_s > 0) {
+    std::printf("decode bs1 per repetition against the higher bandwidth sample around it:");
+    for (size_t i = 0; i < pct_bs1.size(); ++i)
+      std::printf(" %.1f%% (%.1f / %.1f GB/s)", pct_bs1[i], bw_bs1[i], bw_bs1[i + 1]);
+    std::printf("; median %.1f%%\n", median(pct_bs1));
+  }
   if (!prefill_gflops.empty()) {
     std::printf(
         "prefill arithmetic (weights, attention, last-token lm_head; measured peaks: bf16 "

@@ -24,8 +24,10 @@ struct ActQuantScope {
   ActQuantScope& operator=(const ActQuantScope&) = delete;
 };
 
-// MatmulArith::kBf16Dot for the linear layers that take it: the tiled FP8 / BF16 projections,
-// FFNs, experts and lm_head (not the router, the indexer, nor W_UK^T).
+// MatmulArith::kBf16Dot for the linear layers that take it: the tiled FP8 / BF16 projections
+// (W_UK^T too: DeepSeek's bf16 absorbed decode multiplies q_nope by wkv_b in bf16; before
+// 2026-12-01 it was an f32 copy, which the bf16 dot does not take), FFNs, experts and lm_head
+// (not the router nor the indexer).
 void use_bf16_dot(ModelWeights& w) {
   auto mark = [](Matrix& m) {
     if (m.layout == WeightLayout::kTiled && (m.dtype == DType::kF8E4M3 || m.dtype == DType::kBF16))
@@ -38,7 +40,8 @@ void use_bf16_dot(ModelWeights& w) {
   };
   mark(w.lm_head);
   for (LayerWeights& L : w.layers) {
-    for (Matrix* m : {&L.mla.q_a, &L.mla.q_b, &L.mla.kv_a, &L.mla.kv_b, &L.mla.o}) mark(*m);
+    for (Matrix* m : {&L.mla.q_a, &L.mla.q_b, &L.mla.kv_a, &L.mla.kv_b, &L.mla.w_uk_t, &L.mla.o})
+      mark(*m);
     if (L.is_moe) {
       for (FfnWeights& e : L.moe.experts) mark_ffn(e);
       if (L.moe.has_shared) mark_ffn(L.moe.shared);

@@ -5,7 +5,8 @@
 // logits are computed and ignored). Each test: one unmeasured warm-up, then `--repetitions`
 // runs; mean and sample standard deviation of tok/s, as llama-bench reports them.
 // The decode roofline is measured read bandwidth / weight bytes one token reads at batch 1
-// (active_bytes.h); the bandwidth is measured right before and right after the runs.
+// (active_bytes.h); the bandwidth is measured right before and right after the runs, and before
+// each batch-1 repetition and after the last (each repetition is also paired with its two).
 // Long-context decode (`--decode-context`): one sequence per context C filled with C tokens by
 // chunked prefill (its time printed), then `--context-steps` timed decode steps at context C,
 // the repetitions of all contexts interleaved (bench_contexts).
@@ -110,8 +111,9 @@ std::vector<double> bench_prefill(const Model& m, const BenchModelArgs& a, int32
 }
 
 // tg<T> at batch b: tok/s = b * T / time of T batched decode steps, per repetition. With
-// bw_gbps, the read bandwidth is also sampled right before every measured repetition and once
-// after the last (repetitions + 1 samples: repetition i between samples i and i + 1).
+// bw_gbps, it is replaced by read-bandwidth samples taken right before every measured repetition
+// and once after the last (repetitions + 1 samples: repetition i between samples i and i + 1;
+// each sample streams a --bandwidth-mib buffer, so a repetition starts with cold caches).
 std::vector<double> bench_decode(const Model& m, const BenchModelArgs& a, int32_t b, Rng& rng,
                                  std::vector<double>* bw_gbps = nullptr) {
   const int32_t T = a.decode_tokens;
@@ -119,6 +121,7 @@ std::vector<double> bench_decode(const Model& m, const BenchModelArgs& a, int32_
   const std::vector<TokenId> ids =
       random_ids(rng, static_cast<size_t>(b) * T, m.config().n_vocab);  // [T, b]
   std::vector<double> tok_s;
+  if (bw_gbps != nullptr) bw_gbps->clear();
   for (int32_t rep = -1; rep < a.repetitions; ++rep) {
     d.truncate(0);
     const int32_t n_steps = rep < 0 ? std::min(T, 4) : T;  // warm-up: a few steps
@@ -151,6 +154,7 @@ std::vector<double> paired_roofline_pct(const std::vector<double>& tok_s,
   return pct;
 }
 
+// The median; the mean of the middle two for an even count.
 double median(std::vector<double> v) {
   DSS_CHECK(!v.empty());
   std::sort(v.begin(), v.end());
@@ -289,9 +293,11 @@ int run_bench_model(const BenchModelArgs& a) {
     j[str_cat("prefill_", n, "_bf16_peak_pct")] = 100.0 * gflops / bf16_peak;
   }
   double bs1_tok_s = 0;
-  // Batch 1 is bracketed by its own bandwidth samples: the VM's memory bandwidth switches
-  // between regimes every few minutes (../shared/docs/baselines.md), and the roofline takes the
-  // highest sample (the lower, conservative percentage).
+  // Batch 1 is bracketed by its own bandwidth samples, one before each repetition and one after
+  // the last: the VM's memory bandwidth switches between regimes every few minutes
+  // (../shared/docs/baselines.md). The roofline takes the run's highest sample (the lower,
+  // conservative percentage); each repetition is also paired with the two around it. A batch
+  // size listed twice is measured twice; the last batch-1 run is the one reported.
   double bw_bs1_before = 0, bw_bs1_after = 0;
   std::vector<double> bw_bs1, pct_bs1;  // samples around each repetition; its paired percentage
   for (int32_t b : a.context_only ? std::vector<int32_t>{} : a.decode_batch) {
@@ -323,6 +329,7 @@ int run_bench_model(const BenchModelArgs& a) {
   if (bs1_tok_s > 0) {
     j["read_gbps_bs1_before"] = bw_bs1_before;
     j["read_gbps_bs1_after"] = bw_bs1_after;
+    j["read_gbps_bs1_samples"] = bw_bs1;
   }
   j["read_gbps"] = bw;
   j["active_weight_bytes_per_token"] = bytes.total;
@@ -330,7 +337,6 @@ int run_bench_model(const BenchModelArgs& a) {
   j["roofline_bs1_tok_s"] = roofline;
   if (bs1_tok_s > 0) {
     j["decode_bs1_roofline_pct"] = 100.0 * bs1_tok_s / roofline;
-    j["read_gbps_bs1_samples"] = bw_bs1;
     j["decode_bs1_roofline_pct_paired"] = median(pct_bs1);
     j["decode_bs1_roofline_pct_paired_reps"] = pct_bs1;
   }

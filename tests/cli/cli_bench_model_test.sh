@@ -62,25 +62,8 @@ for k in keys:
 assert o["active_weight_bytes_per_token"] == int(sys.argv[2]), (o["active_weight_bytes_per_token"], sys.argv[2])
 assert sum(o["active_weight_bytes"].values()) == o["active_weight_bytes_per_token"]
 assert abs(o["roofline_bs1_tok_s"] - o["read_gbps"] * 1e9 / o["active_weight_bytes_per_token"]) < 1e-6 * o["roofline_bs1_tok_s"]
-# Batch 1 is bracketed per repetition: repetitions + 1 bandwidth samples, the first and last
-# reported as before / after; the roofline takes the highest sample of the run.
-bw1 = o["read_gbps_bs1_samples"]
-assert len(bw1) == o["repetitions"] + 1 and min(bw1) > 0, bw1
-assert (bw1[0], bw1[-1]) == (o["read_gbps_bs1_before"], o["read_gbps_bs1_after"])
-assert o["read_gbps"] == max([o["read_gbps_before"], o["read_gbps_after"]] + bw1)
-# Paired percentages: back to tok/s through the higher sample around each repetition, their mean
-# is the reported bs1 tok/s; the median is the paired figure; none is above the conservative one's
-# bandwidth ratio allows (each sample <= read_gbps).
-reps = o["decode_bs1_roofline_pct_paired_reps"]
-assert len(reps) == o["repetitions"]
-B = o["active_weight_bytes_per_token"]
-tok = [p / 100 * max(bw1[i], bw1[i + 1]) * 1e9 / B for i, p in enumerate(reps)]
-assert abs(sum(tok) / len(tok) - o["decode_bs1_tok_s"]) < 1e-6 * o["decode_bs1_tok_s"], (tok, o["decode_bs1_tok_s"])
-s = sorted(reps)
-med = s[len(s) // 2] if len(s) % 2 else (s[len(s) // 2 - 1] + s[len(s) // 2]) / 2
-assert abs(o["decode_bs1_roofline_pct_paired"] - med) < 1e-9, (o["decode_bs1_roofline_pct_paired"], med)
-for i, p in enumerate(reps):
-    assert p >= 100 * tok[i] / o["roofline_bs1_tok_s"] - 1e-9
+assert o["read_gbps"] == max([o["read_gbps_before"], o["read_gbps_after"]] +
+                            o["read_gbps_bs1_samples"])
 first = sys.argv[3].split(",")[0]
 assert o["decode_ctx_%s_tpot_ratio" % first] == 1.0
 # Prefill GFLOP/s: an independent count from config.json of what apps/dsserve/prefill_flops.h
@@ -119,6 +102,32 @@ for n in (16, 32):
 PY
 }
 
+# Batch 1 bracketed per repetition: repetitions + 1 bandwidth samples (the first and last also
+# reported as before / after); each repetition's paired percentage turned back into tok/s through
+# the higher sample around it must give the reported mean and sample stddev of batch 1, and the
+# paired figure is their median (an odd count of repetitions: a true median, not the mean).
+check_paired() {  # check_paired FILE
+  /usr/bin/python3 - "$@" <<'PY'
+import json, statistics, sys
+o = json.load(open(sys.argv[1]))
+bw = o["read_gbps_bs1_samples"]
+assert len(bw) == o["repetitions"] + 1 and min(bw) > 0, bw
+assert (bw[0], bw[-1]) == (o["read_gbps_bs1_before"], o["read_gbps_bs1_after"])
+assert o["read_gbps"] == max([o["read_gbps_before"], o["read_gbps_after"]] + bw)
+reps = o["decode_bs1_roofline_pct_paired_reps"]
+assert len(reps) == o["repetitions"], reps
+B = o["active_weight_bytes_per_token"]
+tok = [p / 100 * max(bw[i], bw[i + 1]) * 1e9 / B for i, p in enumerate(reps)]
+mean = sum(tok) / len(tok)
+assert abs(mean - o["decode_bs1_tok_s"]) < 1e-6 * mean, (tok, o["decode_bs1_tok_s"])
+if len(tok) > 1:
+    sd = statistics.stdev(tok)
+    assert abs(sd - o["decode_bs1_tok_s_stddev"]) < 1e-6 * mean, (sd, o["decode_bs1_tok_s_stddev"])
+med = statistics.median(reps)
+assert abs(o["decode_bs1_roofline_pct_paired"] - med) < 1e-9 * med, (o["decode_bs1_roofline_pct_paired"], med)
+PY
+}
+
 small=(--threads 2 --prefill 16,32 --decode-batch 1,2 --decode-tokens 4 --context-steps 2
        --context-chunk 16 --repetitions 2 --bandwidth-mib 16)
 for preset in tiny tiny-v32; do
@@ -132,7 +141,28 @@ for preset in tiny tiny-v32; do
     >"$tmp/$preset.json" 2>"$tmp/$preset.err"
   check "bench-model --json on $preset exits 0" test $? -eq 0
   check "bench-model JSON on $preset" check_json "$tmp/$preset.json" "$expected" 8,40 "$tmp/$preset"
+  check "bench-model batch-1 pairing on $preset" check_paired "$tmp/$preset.json"
 done
+
+# Batch 1 with 5 repetitions (6 samples: a repetition paired with one sample only, or a mean for
+# the median, would show); batch 1 listed twice (the second run is reported); no batch 1 (no
+# batch-1 keys at all).
+"$bin" bench-model --model "$tmp/tiny" --threads 2 --prefill 16 --decode-batch 1 \
+  --decode-tokens 4 --repetitions 5 --bandwidth-mib 16 --json >"$tmp/r5.json" 2>"$tmp/r5.err"
+check "bench-model -r 5 exits 0" test $? -eq 0
+check "bench-model batch-1 pairing, 5 repetitions" check_paired "$tmp/r5.json"
+"$bin" bench-model --model "$tmp/tiny" --threads 2 --prefill 16 --decode-batch 1,1 \
+  --decode-tokens 4 --repetitions 3 --bandwidth-mib 16 --json >"$tmp/twice.json" 2>"$tmp/twice.err"
+check "bench-model --decode-batch 1,1 exits 0" test $? -eq 0
+check "bench-model batch-1 pairing, batch 1 twice" check_paired "$tmp/twice.json"
+"$bin" bench-model --model "$tmp/tiny" --threads 2 --prefill 16 --decode-batch 2 \
+  --decode-tokens 4 --repetitions 2 --bandwidth-mib 16 --json >"$tmp/nobs1.json" 2>"$tmp/nobs1.err"
+check "bench-model without batch 1 exits 0" test $? -eq 0
+check "no batch-1 keys without batch 1" /usr/bin/python3 -c '
+import json, sys
+o = json.load(open(sys.argv[1]))
+bad = [k for k in o if "bs1" in k]
+assert o["decode_bs2_tok_s"] > 0 and bad == ["roofline_bs1_tok_s"], bad' "$tmp/nobs1.json"
 
 # Human output: the tables and the roofline line.
 "$bin" bench-model --model "$tmp/tiny" "${small[@]}" >"$tmp/human.out" 2>&1

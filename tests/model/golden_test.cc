@@ -174,7 +174,9 @@ TEST_P(GoldenTest, Bf16MatmulWithinTheReferenceBf16Deviation) {
 
 // --matmul-dtype at load: bad values and impossible combinations are refused with the flag named;
 // auto picks bf16 exactly where the CPU has AVX512-BF16 and the weights are tiled, and only the
-// layers it documents switch (the router and W_UK^T stay f32).
+// layers it documents switch: the router stays f32, W_UK^T switches where it is tiled in kv_b's
+// dtype (tiny-v3-bf16) and stays f32 where it is an f32 copy (tiny-v3: kv_lora_rank 64 is not a
+// whole FP8 scale block).
 TEST(MatmulDtype, LoadChoosesAndRefusesClearly) {
   const std::string dir = std::string(DSS_TEST_DATA) + "/golden/tiny-v3";
   auto load = [&](const char* md, const char* layout, const char* act_quant) {
@@ -206,7 +208,18 @@ TEST(MatmulDtype, LoadChoosesAndRefusesClearly) {
   EXPECT_EQ(w.layers[0].mla.q_b.arith, want);
   EXPECT_EQ(w.layers[1].moe.experts[0].down.arith, want);
   EXPECT_EQ(w.layers[1].moe.router.arith, MatmulArith::kF32);
+  EXPECT_EQ(w.layers[1].mla.w_uk_t.dtype, DType::kF32);
   EXPECT_EQ(w.layers[1].mla.w_uk_t.arith, MatmulArith::kF32);
+  {
+    LoadOptions o{std::string(DSS_TEST_DATA) + "/golden/tiny-v3-bf16"};
+    o.matmul_dtype = "auto";
+    auto b = Model::load(o);
+    ASSERT_TRUE(b.is_ok()) << b.message();
+    const Matrix& uk = (*b)->weights().layers[1].mla.w_uk_t;
+    EXPECT_EQ(uk.dtype, DType::kBF16);
+    EXPECT_EQ(uk.layout, WeightLayout::kTiled);
+    EXPECT_EQ(uk.arith, want);
+  }
   auto f = load("f32", "tiled", "none");
   ASSERT_TRUE(f.is_ok());
   EXPECT_FALSE((*f)->matmul_bf16());

@@ -25,9 +25,9 @@ struct ActQuantScope {
 };
 
 // MatmulArith::kBf16Dot for the linear layers that take it: the tiled FP8 / BF16 projections
-// (W_UK^T too: DeepSeek's bf16 absorbed decode multiplies q_nope by wkv_b in bf16; before
-// 2026-12-01 it was an f32 copy, which the bf16 dot does not take), FFNs, experts and lm_head
-// (not the router nor the indexer).
+// (W_UK^T too where it is tiled FP8 / BF16, as DeepSeek's bf16 absorbed decode multiplies q_nope
+// by wkv_b in bf16; its f32 copy, for INT8 kv_b or FP8 heads that cannot keep their scale
+// blocks, stays f32), FFNs, experts and lm_head (not the router nor the indexer).
 void use_bf16_dot(ModelWeights& w) {
   auto mark = [](Matrix& m) {
     if (m.layout == WeightLayout::kTiled && (m.dtype == DType::kF8E4M3 || m.dtype == DType::kBF16))

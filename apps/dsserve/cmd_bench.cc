@@ -45,7 +45,7 @@ int run_bench(BenchArgs& a) {
 }  // namespace
 
 void register_bench_command(CLI::App& app) {
-  auto* a = new BenchArgs();
+  auto* a = &command_options<BenchArgs>();
   auto* cmd = app.add_subcommand(
       "bench", "Benchmark an OpenAI-compatible server (TTFT, TPOT, ITL, E2E, throughput, goodput)");
   cmd->add_option("--base-url", a->o.base_url,

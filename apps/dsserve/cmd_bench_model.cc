@@ -409,7 +409,7 @@ int run_bench_model(const BenchModelArgs& a) {
 }  // namespace
 
 void register_bench_model_command(CLI::App& app) {
-  auto* a = new BenchModelArgs();
+  auto* a = &command_options<BenchModelArgs>();
   auto* cmd = app.add_subcommand(
       "bench-model",
       "Model speed in-process, llama-bench shapes: prefill tok/s (pp), batched decode tok/s "

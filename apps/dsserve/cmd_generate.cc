@@ -284,7 +284,7 @@ int run_generate(GenerateArgs& a) {
 }  // namespace
 
 void register_generate_command(CLI::App& app) {
-  auto* a = new GenerateArgs();
+  auto* a = &command_options<GenerateArgs>();
   a->defaults.max_tokens = 64;
   auto* cmd = app.add_subcommand(
       "generate", "Generate from prompts through the batching engine (one JSON line per request)");

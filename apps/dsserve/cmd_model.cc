@@ -126,7 +126,7 @@ int run_logits(const LogitsArgs& a) {
 }
 
 void add_logits(CLI::App& app) {
-  auto* a = new LogitsArgs();
+  auto* a = &command_options<LogitsArgs>();
   auto* cmd = app.add_subcommand(
       "logits", "Run a prompt of token ids through the model and print logits as JSON");
   cmd->add_option("--model", a->model, "Checkpoint directory")->required();
@@ -244,8 +244,13 @@ int run_inspect(const std::string& dir, bool json) {
 }
 
 void add_inspect(CLI::App& app) {
-  auto* dir = new std::string();
-  auto* json = new bool(false);
+  struct InspectArgs {
+    std::string dir;
+    bool json = false;
+  };
+  auto* args = &command_options<InspectArgs>();
+  std::string* dir = &args->dir;
+  bool* json = &args->json;
   auto* cmd = app.add_subcommand(
       "inspect", "Summarise a checkpoint: architecture, parameters by dtype, KV cost");
   cmd->add_option("--model", *dir, "Checkpoint directory")->required();
@@ -254,7 +259,7 @@ void add_inspect(CLI::App& app) {
 }
 
 void add_init_model(CLI::App& app) {
-  auto* o = new InitModelOptions();
+  auto* o = &command_options<InitModelOptions>();
   auto* cmd = app.add_subcommand(
       "init-model", "Write a random-weight checkpoint in the official DeepSeek format");
   cmd->add_option("--preset", o->preset, "tiny | ds-mini | tiny-v32 | ds-mini-v32")

@@ -31,7 +31,7 @@ struct ConvertArgs {
 };
 
 void add_convert(CLI::App& app) {
-  auto* a = new ConvertArgs();
+  auto* a = &command_options<ConvertArgs>();
   auto* cmd = app.add_subcommand(
       "convert",
       "Rewrite a checkpoint with its linear weights in bf16, fp8 or int8 (official layout)");
@@ -65,7 +65,7 @@ void add_convert(CLI::App& app) {
 }
 
 void add_eval_quant(CLI::App& app) {
-  auto* o = new EvalQuantOptions();
+  auto* o = &command_options<EvalQuantOptions>();
   auto* cmd = app.add_subcommand(
       "eval-quant",
       "Compare candidate weight/activation formats with a reference: top-1 agreement, KL, max "

@@ -126,7 +126,7 @@ int run_serve(ServeArgs& a) {
 }  // namespace
 
 void register_serve_command(CLI::App& app) {
-  auto* a = new ServeArgs();
+  auto* a = &command_options<ServeArgs>();
   auto* cmd = app.add_subcommand("serve", "Serve the OpenAI-compatible HTTP API");
   add_engine_flags(cmd, a->engine, /*model_required=*/false);
   ServerOptions& s = a->server;

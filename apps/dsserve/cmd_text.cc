@@ -125,7 +125,7 @@ void run_render(const RenderArgs& a) {
 }  // namespace
 
 void register_text_commands(CLI::App& app) {
-  auto* ta = new TokenizeArgs();  // lives as long as the app (CLI11 binds by reference)
+  auto* ta = &command_options<TokenizeArgs>();
   auto* tok = app.add_subcommand("tokenize", "Text on stdin -> JSON list of token ids (or back)");
   tok->add_option("--tokenizer", ta->tokenizer, "Directory with tokenizer.json")->required();
   tok->add_flag("--jsonl", ta->jsonl,
@@ -137,7 +137,7 @@ void register_text_commands(CLI::App& app) {
                 "Encode special-token text as plain text");
   tok->callback([ta] { run_tokenize(*ta); });
 
-  auto* ra = new RenderArgs();
+  auto* ra = &command_options<RenderArgs>();
   auto* rc = app.add_subcommand("render-chat",
                                 "OpenAI chat request JSON on stdin -> the exact prompt text");
   rc->add_option("--tokenizer", ra->tokenizer, "Directory with tokenizer.json")->required();

@@ -52,7 +52,7 @@ int run_tune_cmd(TuneArgs& a, const std::string& command_line) {
 }  // namespace
 
 void register_tune_command(CLI::App& app) {
-  auto* a = new TuneArgs();
+  auto* a = &command_options<TuneArgs>();
   auto* cmd = app.add_subcommand(
       "tune", "Benchmark a grid of server settings and recommend flags under a latency SLO");
   cmd->add_option("--model", a->o.model_dir, "Checkpoint directory served for every setting");

@@ -22,6 +22,15 @@ inline bool report_failure(const char* cmd, const Status& s) {
 }
 extern std::string command_line;  // argv joined by spaces (recorded by `tune`)
 
+// A subcommand's option storage: CLI11 binds options by reference, so it must outlive the app.
+// One object per type for the process (each register_* runs once), destroyed at exit, so
+// LeakSanitizer finds nothing left (a `new` per subcommand was never freed).
+template <class T>
+T& command_options() {
+  static T options;
+  return options;
+}
+
 void register_model_commands(CLI::App& app);       // logits, inspect, init-model (cmd_model.cc)
 void register_serve_command(CLI::App& app);        // serve (cmd_serve.cc)
 void register_text_commands(CLI::App& app);        // tokenize, render-chat (cmd_text.cc)

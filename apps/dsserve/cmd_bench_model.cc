@@ -29,6 +29,7 @@
 #include "base/rng.h"
 #include "base/str_cat.h"
 #include "bench/compute_peak.h"
+#include "bench/metrics.h"
 #include "bench/read_bandwidth.h"
 #include "io/json.h"
 #include "kv/kv_cache.h"
@@ -152,14 +153,6 @@ std::vector<double> paired_roofline_pct(const std::vector<double>& tok_s,
     pct.push_back(100.0 * tok_s[i] * static_cast<double>(bytes) / (bw * 1e9));
   }
   return pct;
-}
-
-// The median; the mean of the middle two for an even count.
-double median(std::vector<double> v) {
-  DSS_CHECK(!v.empty());
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
 struct ContextResult {
@@ -298,17 +291,16 @@ int run_bench_model(const BenchModelArgs& a) {
   // (../shared/docs/baselines.md). The roofline takes the run's highest sample (the lower,
   // conservative percentage); each repetition is also paired with the two around it. A batch
   // size listed twice is measured twice; the last batch-1 run is the one reported.
-  double bw_bs1_before = 0, bw_bs1_after = 0;
   std::vector<double> bw_bs1, pct_bs1;  // samples around each repetition; its paired percentage
+  double pct_bs1_median = 0;            // bench::percentile(.., 50): numpy's median
   for (int32_t b : a.context_only ? std::vector<int32_t>{} : a.decode_batch) {
     progress("bench-model: tg%d batch %d\n", a.decode_tokens, b);
     const std::vector<double> tok_s = bench_decode(m, a, b, rng, b == 1 ? &bw_bs1 : nullptr);
     const Stat s = stat_of(tok_s);
     if (b == 1) {
       bs1_tok_s = s.mean;
-      bw_bs1_before = bw_bs1.front();
-      bw_bs1_after = bw_bs1.back();
       pct_bs1 = paired_roofline_pct(tok_s, bw_bs1, bytes.total);
+      pct_bs1_median = bench::percentile(pct_bs1, 50);
     }
     rows.emplace_back(str_cat("tg", a.decode_tokens, " bs", b), s);
     j[str_cat("decode_bs", b, "_tok_s")] = s.mean;
@@ -327,8 +319,8 @@ int run_bench_model(const BenchModelArgs& a) {
   j["read_gbps_before"] = bw_before;
   j["read_gbps_after"] = bw_after;
   if (bs1_tok_s > 0) {
-    j["read_gbps_bs1_before"] = bw_bs1_before;
-    j["read_gbps_bs1_after"] = bw_bs1_after;
+    j["read_gbps_bs1_before"] = bw_bs1.front();
+    j["read_gbps_bs1_after"] = bw_bs1.back();
     j["read_gbps_bs1_samples"] = bw_bs1;
   }
   j["read_gbps"] = bw;
@@ -337,7 +329,7 @@ int run_bench_model(const BenchModelArgs& a) {
   j["roofline_bs1_tok_s"] = roofline;
   if (bs1_tok_s > 0) {
     j["decode_bs1_roofline_pct"] = 100.0 * bs1_tok_s / roofline;
-    j["decode_bs1_roofline_pct_paired"] = median(pct_bs1);
+    j["decode_bs1_roofline_pct_paired"] = pct_bs1_median;
     j["decode_bs1_roofline_pct_paired_reps"] = pct_bs1;
   }
   for (const auto& [cl, r] : ctx) {
@@ -358,7 +350,7 @@ int run_bench_model(const BenchModelArgs& a) {
       m.matmul_bf16() ? "bf16" : "f32", kv_dtype_name(kv_dtype(m, a)), a.repetitions);
   std::printf("read bandwidth: %.1f GB/s before, %.1f GB/s after the runs", bw_before, bw_after);
   if (bs1_tok_s > 0) {
-    std::printf(" (%.1f / %.1f right before / after batch 1)", bw_bs1_before, bw_bs1_after);
+    std::printf(" (%.1f / %.1f right before / after batch 1)", bw_bs1.front(), bw_bs1.back());
   }
   std::printf("; the roofline uses the highest\n\n");
   std::printf("| %-14s | %15s |\n|%s|%s:|\n", "test", "tok/s", std::string(16, '-').c_str(),
@@ -378,7 +370,7 @@ int run_bench_model(const BenchModelArgs& a) {
     std::printf("decode bs1 per repetition against the higher bandwidth sample around it:");
     for (size_t i = 0; i < pct_bs1.size(); ++i)
       std::printf(" %.1f%% (%.1f / %.1f GB/s)", pct_bs1[i], bw_bs1[i], bw_bs1[i + 1]);
-    std::printf("; median %.1f%%\n", median(pct_bs1));
+    std::printf("; median %.1f%%\n", pct_bs1_median);
   }
   if (!prefill_gflops.empty()) {
     std::printf(

@@ -248,14 +248,12 @@ void add_inspect(CLI::App& app) {
     std::string dir;
     bool json = false;
   };
-  auto* args = &command_options<InspectArgs>();
-  std::string* dir = &args->dir;
-  bool* json = &args->json;
+  auto* a = &command_options<InspectArgs>();
   auto* cmd = app.add_subcommand(
       "inspect", "Summarise a checkpoint: architecture, parameters by dtype, KV cost");
-  cmd->add_option("--model", *dir, "Checkpoint directory")->required();
-  cmd->add_flag("--json", *json, "Print JSON");
-  cmd->callback([dir, json] { exit_code = run_inspect(*dir, *json); });
+  cmd->add_option("--model", a->dir, "Checkpoint directory")->required();
+  cmd->add_flag("--json", a->json, "Print JSON");
+  cmd->callback([a] { exit_code = run_inspect(a->dir, a->json); });
 }
 
 void add_init_model(CLI::App& app) {

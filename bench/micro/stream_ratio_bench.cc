@@ -48,6 +48,10 @@ Tiled make(DType dt, int64_t rows, int64_t cols, Rng& rng) {
   }
   const OwnedMatrix owned = tile_matrix(m);
   t.m = owned.view();
+  if (dt == DType::kF8E4M3) {
+    t.scales = owned.scales;  // the view's scales died with `owned` (read freed memory before)
+    t.m.scales = t.scales.data();
+  }
   t.buf = HugeBuffer(t.m.data_bytes());
   std::memcpy(t.buf.data(), t.m.data, t.m.data_bytes());
   t.m.data = t.buf.data();

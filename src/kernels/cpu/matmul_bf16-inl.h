@@ -160,9 +160,13 @@ HWY_INLINE void Bf16GemvBlock(const T* HWY_RESTRICT wt, int64_t tile_stride, int
   auto step = [&](int64_t p, bool second) HWY_ATTR {
     for (int t = 0; t < kNT; ++t) {
       const T* HWY_RESTRICT wc = wt + t * tile_stride + (c0 + 2 * p) * kTileRows;
-      // A pair of columns is 64 (FP8) or 128 (BF16) bytes: one prefetch per 64-byte line.
-      for (size_t b = 0; b < sizeof(T); ++b) {
-        hwy::Prefetch(reinterpret_cast<const uint8_t*>(wc) + prefetch_bytes + 64 * b);
+      // A pair of columns is 64 (FP8) or 128 (BF16) bytes: one prefetch per 64-byte line, into
+      // the tile this stream decodes next past the tile's end (StreamAhead).
+      constexpr auto kS = static_cast<int64_t>(sizeof(T));
+      for (int64_t b = 0; b < kS; ++b) {
+        hwy::Prefetch(StreamAhead<kNT>(wt + t * tile_stride,
+                                       (c0 + 2 * p) * kTileRows * kS + prefetch_bytes + 64 * b,
+                                       tile_stride * kS));
       }
       VPairs w0, w1;
       Bf16PairColumns<kFolded>(wc, second, w0, w1);

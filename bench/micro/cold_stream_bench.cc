@@ -1,0 +1,138 @@
+// Batch-1 products on cold caches, one thread: what a decode step's small products (MLA's
+// projections, W_UK^T / W_UV per head, one expert matrix) stream at when their weights come from
+// DRAM, against the same product with its weights in cache and a plain read of the same bytes.
+// Each round flushes the caches (a 256 MiB read) before every cold measurement; cases and
+// measurements alternate inside a round, so a slow spell of the shared VM lands on all of them.
+// Prints medians over rounds in GB/s of weight bytes.
+//   cold_stream_bench [--rounds N]
+// FP8 weights tiled on huge pages as the model holds them, 1 token, the bf16-dot arithmetic where
+// the CPU has AVX512-BF16 (as --matmul-dtype auto picks), else f32.
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "base/clock.h"
+#include "base/huge_buffer.h"
+#include "base/rng.h"
+#include "bench/micro/checkpoint_like.h"
+#include "bench/read_bandwidth.h"
+#include "kernels/cpu/cpu_features.h"
+#include "kernels/cpu/matmul.h"
+#include "tensor/dtype.h"
+#include "tensor/tiled_layout.h"
+
+namespace dss {
+namespace {
+
+struct Tiled {
+  Matrix m;
+  HugeBuffer buf;
+  std::vector<float> scales;
+};
+
+Tiled make_fp8(int64_t rows, int64_t cols, Rng& rng) {
+  std::vector<uint8_t> data = bench::checkpoint_like_weights(DType::kF8E4M3, rows, cols, rng);
+  Tiled t;
+  Matrix m{DType::kF8E4M3, rows, cols, data.data(), nullptr};
+  t.scales.assign(static_cast<size_t>(m.n_scale_rows() * m.n_scale_cols()), 1e-3f);
+  m.scales = t.scales.data();
+  const OwnedMatrix owned = tile_matrix(m);
+  t.m = owned.view();
+  t.scales = owned.scales;  // the view's scales die with `owned`
+  t.m.scales = t.scales.data();
+  t.buf = HugeBuffer(t.m.data_bytes());
+  std::memcpy(t.buf.data(), t.m.data, t.m.data_bytes());
+  t.m.data = t.buf.data();
+  if (cpu::cpu_has_bf16_dot()) t.m.arith = MatmulArith::kBf16Dot;
+  return t;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+// One case: `calls` products of rows [r0 + k * step, r1 + k * step) (a thread's share of
+// ds-mini's product: half the rows, or 8 heads one call each).
+struct Case {
+  const char* name;
+  int64_t rows, cols, r0, r1, calls, step;
+};
+
+int run(int argc, char** argv) {
+  int32_t rounds = 21;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    if (std::string(argv[i]) == "--rounds") rounds = std::max(1, std::atoi(argv[i + 1]));
+  }
+  const std::vector<Case> cases = {
+      {"q_a 384x1024, all rows", 384, 1024, 0, 384, 1, 0},
+      {"q_b 1536x384, half", 1536, 384, 0, 768, 1, 0},
+      {"o 1024x1024, half", 1024, 1024, 0, 512, 1, 0},
+      {"W_UK^T 8 heads 256x64", 4096, 64, 0, 256, 8, 256},
+      {"W_UV 8 heads 64x256", 2048, 256, 64, 128, 8, 128},
+      {"expert gate 512x1024", 512, 1024, 0, 512, 1, 0},
+  };
+  Rng rng(1);
+  std::vector<Tiled> mats;
+  for (const Case& c : cases) mats.push_back(make_fp8(c.rows, c.cols, rng));
+  HugeBuffer flush(size_t{256} << 20);
+  std::memset(flush.data(), 1, flush.size());  // real pages, not the shared zero page
+  float sink = 0;
+  auto flush_caches = [&] {
+    sink += bench::read_sum(reinterpret_cast<const float*>(flush.data()),
+                            static_cast<int64_t>(flush.size() / sizeof(float)));
+  };
+  std::vector<float> x(4096, 0.01f), y(8192);
+  const size_t n = cases.size();
+  std::vector<std::vector<double>> hot(n), cold(n), read(n);
+  for (int32_t r = 0; r < rounds; ++r) {
+    for (size_t i = 0; i < n; ++i) {
+      const Case& c = cases[i];
+      const Matrix& m = mats[i].m;
+      auto call = [&] {
+        for (int64_t k = 0; k < c.calls; ++k)
+          cpu::matmul_rows(m, x.data(), 1, y.data(), c.r0 + k * c.step, c.r1 + k * c.step);
+      };
+      double t0 = 0, best = 1e9;
+      for (int k = 0; k < 4; ++k) {  // the first brings the weights into cache
+        t0 = now_seconds();
+        call();
+        if (k > 0) best = std::min(best, now_seconds() - t0);
+      }
+      hot[i].push_back(best);
+      flush_caches();
+      t0 = now_seconds();
+      call();
+      cold[i].push_back(now_seconds() - t0);
+      flush_caches();
+      // The same number of bytes from the first call's rows on, as one sequential read.
+      const int64_t bytes = (c.r1 - c.r0) * c.cols * c.calls;
+      const auto* p = static_cast<const uint8_t*>(m.data) + c.r0 * c.cols;
+      t0 = now_seconds();
+      sink += bench::read_sum(reinterpret_cast<const float*>(p), bytes / 4);
+      read[i].push_back(now_seconds() - t0);
+    }
+  }
+  std::printf("1 thread, %d rounds, medians, GB/s of weight bytes (%s)\n", rounds,
+              cpu::cpu_has_bf16_dot() ? "bf16 dot" : "f32");
+  std::printf("  %-24s %8s %9s %9s %10s %11s\n", "product", "KiB", "in cache", "cold", "cold read",
+              "cold/read");
+  for (size_t i = 0; i < n; ++i) {
+    const Case& c = cases[i];
+    const double bytes = static_cast<double>((c.r1 - c.r0) * c.cols * c.calls);
+    const double g_hot = bytes / median(hot[i]) * 1e-9, g_cold = bytes / median(cold[i]) * 1e-9;
+    const double g_read = bytes / median(read[i]) * 1e-9;
+    std::printf("  %-24s %8.0f %9.1f %9.1f %10.1f %11.2f\n", c.name, bytes / 1024, g_hot, g_cold,
+                g_read, g_cold / g_read);
+  }
+  std::printf("(checksum %g)\n", static_cast<double>(sink));
+  return 0;
+}
+
+}  // namespace
+}  // namespace dss
+
+int main(int argc, char** argv) { return dss::run(argc, argv); }

@@ -212,40 +212,45 @@ TEST(ForwardInvariants, Fp8KvCachePathsAgree) {
 
 // Work is split over threads by rows, heads or fixed position parts, never by the thread count
 // inside one sum: decode at a context long enough for several split-K parts (> 256 positions)
-// gives bit-identical logits with 1 and 3 threads, on V3 (dense) and V3.2 (fp8 cache, sparse).
+// gives bit-identical logits with 1 and 3 threads, on V3 (dense) and V3.2 (fp8 cache, sparse);
+// so does decode at a 40-token context (one part: with 3 threads each thread takes a head range
+// through W_UK, attention and W_UV, with 1 thread the token-parts path runs).
 // The V3.2 decode top-k IS split by thread count (with 3 threads: a threshold from a sample of
 // the scores, candidates gathered per thread share, one selection among them; index_topk 16,
 // 300+ positions), so this also checks that every layer's decode selection equals the one-thread
 // top_k_indices selection (the traces).
 TEST(ForwardInvariants, DecodeIsBitIdenticalAcrossThreadCounts) {
   for (const char* name : {"tiny-v3", "tiny-v32"}) {
-    SCOPED_TRACE(name);
-    const std::string dir = std::string(DSS_TEST_DATA) + "/golden/" + name;
-    auto m1 = Model::load(LoadOptions{dir, 1});
-    auto m3 = Model::load(LoadOptions{dir, 3});
-    ASSERT_TRUE(m1.is_ok() && m3.is_ok());
-    const int32_t V = (*m1)->config().n_vocab;
-    const auto ids = random_prompt(300, V, 51);
-    std::vector<float> out[2];
-    std::vector<std::vector<int32_t>> sel[2];  // [step * layer][selected positions]
-    for (int i = 0; i < 2; ++i) {
-      const Model& m = i == 0 ? **m1 : **m3;
-      SequenceRunner r(m, 303, 16, 128, m.default_kv_dtype());
-      r.prefill(ids, false, nullptr);
-      ForwardTrace trace;  // reset by every forward: the last decode step's selections
-      r.set_trace(&trace);
-      const float* lg = nullptr;
-      for (TokenId tok : {5, 17, 9}) {
-        lg = r.decode(tok);
-        for (auto& layer : trace.index_sel) sel[i].insert(sel[i].end(), layer.begin(), layer.end());
+    for (const int32_t n_prompt : {300, 40}) {
+      SCOPED_TRACE(std::string(name) + ", prompt " + std::to_string(n_prompt));
+      const std::string dir = std::string(DSS_TEST_DATA) + "/golden/" + name;
+      auto m1 = Model::load(LoadOptions{dir, 1});
+      auto m3 = Model::load(LoadOptions{dir, 3});
+      ASSERT_TRUE(m1.is_ok() && m3.is_ok());
+      const int32_t V = (*m1)->config().n_vocab;
+      const auto ids = random_prompt(n_prompt, V, 51);
+      std::vector<float> out[2];
+      std::vector<std::vector<int32_t>> sel[2];  // [step * layer][selected positions]
+      for (int i = 0; i < 2; ++i) {
+        const Model& m = i == 0 ? **m1 : **m3;
+        SequenceRunner r(m, 303, 16, 128, m.default_kv_dtype());
+        r.prefill(ids, false, nullptr);
+        ForwardTrace trace;  // reset by every forward: the last decode step's selections
+        r.set_trace(&trace);
+        const float* lg = nullptr;
+        for (TokenId tok : {5, 17, 9}) {
+          lg = r.decode(tok);
+          for (auto& layer : trace.index_sel)
+            sel[i].insert(sel[i].end(), layer.begin(), layer.end());
+        }
+        out[i].assign(lg, lg + V);
       }
-      out[i].assign(lg, lg + V);
-    }
-    EXPECT_EQ(out[0], out[1]);
-    EXPECT_EQ(sel[0], sel[1]);
-    if (std::string(name) == "tiny-v32") {  // 3 steps x the layers, 16 positions each
-      ASSERT_EQ(sel[0].size(), 3u * static_cast<size_t>((*m1)->config().n_layers));
-      for (const auto& s : sel[0]) EXPECT_EQ(s.size(), 16u);
+      EXPECT_EQ(out[0], out[1]);
+      EXPECT_EQ(sel[0], sel[1]);
+      if (std::string(name) == "tiny-v32") {  // 3 steps x the layers, 16 positions each
+        ASSERT_EQ(sel[0].size(), 3u * static_cast<size_t>((*m1)->config().n_layers));
+        for (const auto& s : sel[0]) EXPECT_EQ(s.size(), 16u);
+      }
     }
   }
 }

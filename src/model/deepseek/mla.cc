@@ -263,15 +263,9 @@ void Model::mla_absorbed(int32_t i_layer, const ForwardBatch& b, const int32_t* 
   const size_t x_stride = static_cast<size_t>(kMlaAbsorbChunk) * std::max(dn, R);
   // q_lat[j]_h = W_UK_h^T q_nope[j]_h (R) for the chunk's n tokens at once: rows [h R, (h + 1) R)
   // of w_uk_t times head h's q_nope rows gathered [n, d_nope] (matmul_rows' y[j, r] lands at
-  // q_lat + j H R + r); q_pe[j]_h copied contiguous.
-  // The heads in n_threads equal contiguous ranges (each head's product is a few KB, and guided
-  // claims of 1-2 heads cost more than they balanced; batch-1 decode, per layer: W_UK
-  // 18-19 -> 13-14 us, W_UV 21-25 -> 17-19 us).
-  const int64_t n_ranges = pool_->n_threads();
-  pool_->parallel_for(n_ranges, 1, [&](int64_t i0, int64_t i1, int32_t i_thread) {
-    const int64_t h0 = H * i0 / n_ranges, h1 = H * i1 / n_ranges;
-    float* xg = ws.absorb_x.data() + static_cast<size_t>(i_thread) * x_stride;
-    for (auto h = static_cast<int32_t>(h0); h < h1; ++h) {
+  // q_lat + j H R + r); q_pe[j]_h copied contiguous. xg: the thread's gather buffer.
+  auto uk_heads = [&](int32_t h0, int32_t h1, float* xg) {
+    for (int32_t h = h0; h < h1; ++h) {
       for (int32_t j = 0; j < n; ++j) {
         const float* q = ws.q.data() + (static_cast<size_t>(toks[j]) * H + h) * d_qk;
         std::copy(q, q + dn, xg + static_cast<size_t>(j) * dn);
@@ -279,18 +273,34 @@ void Model::mla_absorbed(int32_t i_layer, const ForwardBatch& b, const int32_t* 
       }
       cpu::matmul_rows(w.w_uk_t, xg, n, ws.q_lat.data(), int64_t{h} * R, int64_t{h + 1} * R);
     }
-  });
+  };
+  // o[j]_h = W_UV_h o_lat[j]_h (d_v): kv_b's rows [h d_kv + d_nope, (h + 1) d_kv) times head h's
+  // o_lat rows gathered [n, R], for the chunk at once.
+  auto uv_heads = [&](int32_t h0, int32_t h1, float* xg) {
+    for (int32_t h = h0; h < h1; ++h) {
+      for (int32_t j = 0; j < n; ++j) {
+        const float* o = ws.o_lat.data() + static_cast<size_t>(j) * HR + static_cast<size_t>(h) * R;
+        std::copy(o, o + R, xg + static_cast<size_t>(j) * R);
+      }
+      const int64_t r0 = int64_t{h} * d_kv + dn, r1 = int64_t{h + 1} * d_kv;
+      cpu::matmul_rows(w.kv_b, xg, n, ws.uv.data(), r0, r1);
+      for (int32_t j = 0; j < n; ++j) {
+        const float* uv = ws.uv.data() + static_cast<size_t>(j) * n_uv;
+        std::copy(uv + r0, uv + r1,
+                  ws.attn.data() + (static_cast<size_t>(toks[j]) * H + h) * c.d_v);
+      }
+    }
+  };
   // Attention, split-K over each token's attended positions in parts that depend only on its
   // count (never on the thread count), merged in part order: bit-identical for any number of
-  // threads. The parts of consecutive tokens, up to kMlaDecodeMaxParts in all, run in one
-  // dispatch (a decode step's short-context tokens have one part each: one at a time they ran
-  // on the caller alone); a one-part token is merged by the thread that ran it, the others after.
+  // threads.
   struct TokenAttn {
     cpu::MlaCacheView view;
     const int32_t* ps;
     int32_t n_att, n_parts, part, first_part;
   };
   std::array<TokenAttn, kMlaAbsorbChunk> ta;
+  bool one_part = true;  // every token attends in a single part
   for (int32_t j = 0; j < n; ++j) {
     const auto [t_begin, t_end, L] = seq_range(b, seqs[j]);
     const int32_t t = toks[j], pos = L - (t_end - t_begin) + (t - t_begin);
@@ -299,7 +309,48 @@ void Model::mla_absorbed(int32_t i_layer, const ForwardBatch& b, const int32_t* 
     a.ps = attended_positions(ws, t, pos, c.index_topk, a.n_att);
     a.n_parts = std::min(kMlaDecodeMaxParts, (a.n_att + kMlaDecodePart - 1) / kMlaDecodePart);
     a.part = (a.n_att + a.n_parts - 1) / a.n_parts;
+    a.first_part = j;  // the by-heads path below; the token-parts path renumbers
+    one_part = one_part && a.n_parts == 1;
   }
+  // The heads in n_threads equal contiguous ranges (each head's product is a few KB, and guided
+  // claims of 1-2 heads cost more than they balanced; batch-1 decode, per layer: W_UK
+  // 18-19 -> 13-14 us, W_UV 21-25 -> 17-19 us).
+  const int64_t n_ranges = pool_->n_threads();
+  static_assert(kMlaAbsorbChunk <= kMlaDecodeMaxParts, "token j's heads use part j's buffers");
+  if (one_part && n < n_ranges) {
+    // Fewer tokens than threads, each in one part (batch-1 decode at short contexts): a token's
+    // parts would leave the other threads idle, so each thread takes a head range through W_UK,
+    // the attention of its heads (mla_attn_partial's per-head arithmetic does not depend on which
+    // heads a call covers) and W_UV, in one dispatch instead of three. Bit-identical to the
+    // token-parts path (ForwardInvariants).
+    pool_->parallel_for(n_ranges, 1, [&](int64_t i0, int64_t i1, int32_t i_thread) {
+      const auto h0 = static_cast<int32_t>(H * i0 / n_ranges);
+      const auto h1 = static_cast<int32_t>(H * i1 / n_ranges), nh = h1 - h0;
+      if (nh == 0) return;  // more threads than heads
+      const auto th = static_cast<size_t>(i_thread);
+      float* xg = ws.absorb_x.data() + th * x_stride;
+      uk_heads(h0, h1, xg);
+      float* scratch = ws.attn_scratch.data() + th * n_scratch;
+      for (int32_t j = 0; j < n; ++j) {
+        const TokenAttn& a = ta[static_cast<size_t>(j)];
+        const size_t mh = static_cast<size_t>(j) * H + static_cast<size_t>(h0);  // part j = token j
+        cpu::mla_attn_partial(a.view, a.ps, 0, a.n_att, ws.q_lat.data() + mh * R,
+                              ws.q_pe.data() + mh * dr, nh, scale, scratch, ws.part_m.data() + mh,
+                              ws.part_l.data() + mh, ws.part_o.data() + mh * R);
+        cpu::mla_attn_merge(1, ws.part_m.data() + mh, ws.part_l.data() + mh,
+                            ws.part_o.data() + mh * R, nh, R, ws.o_lat.data() + mh * R);
+      }
+      uv_heads(h0, h1, xg);
+    });
+    return;
+  }
+  pool_->parallel_for(n_ranges, 1, [&](int64_t i0, int64_t i1, int32_t i_thread) {
+    uk_heads(static_cast<int32_t>(H * i0 / n_ranges), static_cast<int32_t>(H * i1 / n_ranges),
+             ws.absorb_x.data() + static_cast<size_t>(i_thread) * x_stride);
+  });
+  // The parts of consecutive tokens, up to kMlaDecodeMaxParts in all, run in one dispatch (a
+  // decode step's short-context tokens have one part each: one at a time they ran on the caller
+  // alone); a one-part token is merged by the thread that ran it, the others after.
   for (int32_t j0 = 0, j1 = 0; j0 < n; j0 = j1) {
     // Tokens [j0, j1): their parts fill the part buffers in token order.
     int32_t units = 0;
@@ -337,24 +388,9 @@ void Model::mla_absorbed(int32_t i_layer, const ForwardBatch& b, const int32_t* 
                           ws.o_lat.data() + static_cast<size_t>(j) * HR);
     }
   }
-  // o[j]_h = W_UV_h o_lat[j]_h (d_v): kv_b's rows [h d_kv + d_nope, (h + 1) d_kv) times head h's
-  // o_lat rows gathered [n, R], for the chunk at once.
   pool_->parallel_for(n_ranges, 1, [&](int64_t i0, int64_t i1, int32_t i_thread) {
-    const int64_t h0 = H * i0 / n_ranges, h1 = H * i1 / n_ranges;
-    float* xg = ws.absorb_x.data() + static_cast<size_t>(i_thread) * x_stride;
-    for (auto h = static_cast<int32_t>(h0); h < h1; ++h) {
-      for (int32_t j = 0; j < n; ++j) {
-        const float* o = ws.o_lat.data() + static_cast<size_t>(j) * HR + static_cast<size_t>(h) * R;
-        std::copy(o, o + R, xg + static_cast<size_t>(j) * R);
-      }
-      const int64_t r0 = int64_t{h} * d_kv + dn, r1 = int64_t{h + 1} * d_kv;
-      cpu::matmul_rows(w.kv_b, xg, n, ws.uv.data(), r0, r1);
-      for (int32_t j = 0; j < n; ++j) {
-        const float* uv = ws.uv.data() + static_cast<size_t>(j) * n_uv;
-        std::copy(uv + r0, uv + r1,
-                  ws.attn.data() + (static_cast<size_t>(toks[j]) * H + h) * c.d_v);
-      }
-    }
+    uv_heads(static_cast<int32_t>(H * i0 / n_ranges), static_cast<int32_t>(H * i1 / n_ranges),
+             ws.absorb_x.data() + static_cast<size_t>(i_thread) * x_stride);
   });
 }
 

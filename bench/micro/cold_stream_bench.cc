@@ -3,7 +3,8 @@
 // DRAM, against the same product with its weights in cache and a plain read of the same bytes.
 // Each round flushes the caches (a 256 MiB read) before every cold measurement; cases and
 // measurements alternate inside a round, so a slow spell of the shared VM lands on all of them.
-// Prints medians over rounds in GB/s of weight bytes.
+// Prints medians over rounds in GB/s of weight bytes. Last, 10 expert matrices one after another,
+// each in its own buffer or back to back (the model's arena order, model/deepseek/weights.cc).
 //   cold_stream_bench [--rounds N]
 // FP8 weights tiled on huge pages as the model holds them, 1 token, the bf16-dot arithmetic where
 // the CPU has AVX512-BF16 (as --matmul-dtype auto picks), else f32.
@@ -53,6 +54,27 @@ Tiled make_fp8(int64_t rows, int64_t cols, Rng& rng) {
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v[v.size() / 2];
+}
+
+// n expert matrices (512 x 1024 FP8, tiled): each in its own buffer (`apart`), or copied back to
+// back into `joint` (as the model's arena places an expert's gate, up and down).
+struct Experts {
+  std::vector<Tiled> apart;
+  std::vector<Matrix> joint;
+  HugeBuffer buf;
+};
+Experts make_experts(int n, Rng& rng) {
+  Experts e;
+  for (int i = 0; i < n; ++i) e.apart.push_back(make_fp8(512, 1024, rng));
+  const size_t bytes = e.apart[0].m.data_bytes();
+  e.buf = HugeBuffer(bytes * static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i) {
+    Matrix m = e.apart[static_cast<size_t>(i)].m;
+    std::memcpy(e.buf.data() + bytes * static_cast<size_t>(i), m.data, bytes);
+    m.data = e.buf.data() + bytes * static_cast<size_t>(i);
+    e.joint.push_back(m);
+  }
+  return e;
 }
 
 // One case: `calls` products of rows [r0 + k * step, r1 + k * step) (a thread's share of
@@ -128,6 +150,26 @@ int run(int argc, char** argv) {
     std::printf("  %-24s %8.0f %9.1f %9.1f %10.1f %11.2f\n", c.name, bytes / 1024, g_hot, g_cold,
                 g_read, g_cold / g_read);
   }
+  // 10 expert matrices one after another (a thread's share of a ds-mini MoE layer is ~10.5),
+  // apart or back to back, alternating which goes first.
+  const Experts ex = make_experts(10, rng);
+  std::vector<double> t_apart, t_joint;
+  for (int32_t r = 0; r < rounds; ++r) {
+    for (int k = 0; k < 2; ++k) {
+      const bool joint = (r + k) % 2 == 0;
+      flush_caches();
+      const double t0 = now_seconds();
+      for (size_t i = 0; i < ex.joint.size(); ++i) {
+        cpu::matmul_rows(joint ? ex.joint[i] : ex.apart[i].m, x.data(), 1, y.data(), 0, 512);
+      }
+      (joint ? t_joint : t_apart).push_back(now_seconds() - t0);
+    }
+  }
+  const double ex_bytes = 10.0 * static_cast<double>(ex.apart[0].m.data_bytes());
+  std::printf(
+      "  10 expert matrices 512x1024, cold: each its own buffer %.1f GB/s, back to back %.1f "
+      "GB/s\n",
+      ex_bytes / median(t_apart) * 1e-9, ex_bytes / median(t_joint) * 1e-9);
   std::printf("(checksum %g)\n", static_cast<double>(sink));
   return 0;
 }

@@ -7,8 +7,9 @@
 // stage is whatever its claims came to. run_two_stage instead runs n_parts parts in one dispatch:
 //   - part p prefers the p-th of n_parts equal-cost contiguous (job, row) ranges of each stage
 //     (cost: rows times the job's cost per row), cut at `grain` rows; it runs its first-stage
-//     range, then its second-stage range (the range's first job last: its first-stage rows are
-//     the previous part's last ones);
+//     range job by job, each job whose first-stage rows are all in the range followed at once by
+//     the job's share of the part's second-stage range, then the rest of its second-stage range
+//     (the range's first job last: its first-stage rows are the previous part's last ones);
 //   - first-stage rows are claimed per grain unit (an atomic per unit; a run of consecutive units
 //     claimed together is one fn_a call), so a part that reaches job j's second stage first claims
 //     and runs the units of j nobody has claimed, then waits for those claimed by other parts.
@@ -154,11 +155,6 @@ void run_two_stage(ThreadPool& pool, TwoStageClaims& claims, int32_t n_jobs, Sha
     locate(n_jobs, shape_of, true, grain, total_a * (p + 1) / n_parts, ja1, ra1);
     locate(n_jobs, shape_of, false, grain, total_b * p / n_parts, jb0, rb0);
     locate(n_jobs, shape_of, false, grain, total_b * (p + 1) / n_parts, jb1, rb1);
-    for (int32_t j = ja0; j <= ja1 && j < n_jobs; ++j) {
-      const int64_t b = j == ja0 ? ra0 : 0;
-      const int64_t e = j == ja1 ? ra1 : shape_of(j).rows_a;
-      if (b < e) run_units(j, b / grain, (e + grain - 1) / grain);
-    }
     auto second = [&](int32_t j) {
       const int64_t b = j == jb0 ? rb0 : 0;
       const int64_t e = j == jb1 ? rb1 : shape_of(j).rows_b;
@@ -166,8 +162,24 @@ void run_two_stage(ThreadPool& pool, TwoStageClaims& claims, int32_t n_jobs, Sha
       finish_first_stage(j);
       fn_b(j, b, e);
     };
-    for (int32_t j = jb0 + 1; j <= jb1 && j < n_jobs; ++j) second(j);
-    if (jb0 < n_jobs) second(jb0);
+    // Whether every first-stage row of job j is in this part's range (the range ends before row
+    // ra1 of job ja1, so job ja1 never is).
+    auto whole_a = [&](int32_t j) {
+      return j >= ja0 && j < ja1 && (j > ja0 || ra0 == 0) && shape_of(j).rows_a > 0;
+    };
+    for (int32_t j = ja0; j <= ja1 && j < n_jobs; ++j) {
+      const int64_t b = j == ja0 ? ra0 : 0;
+      const int64_t e = j == ja1 ? ra1 : shape_of(j).rows_a;
+      if (b < e) run_units(j, b / grain, (e + grain - 1) / grain);
+      // A whole job's second-stage share right after its first stage: nothing to wait for, and
+      // one job's rows of both stages are read as one stream (MoE: an expert's gate, up and down
+      // lie back to back in the model's weight arena).
+      if (whole_a(j) && j >= jb0 && j <= jb1) second(j);
+    }
+    for (int32_t j = jb0 + 1; j <= jb1 && j < n_jobs; ++j) {
+      if (!whole_a(j)) second(j);
+    }
+    if (jb0 < n_jobs && !whole_a(jb0)) second(jb0);
   };
   pool.parallel_for(n_parts, 1, [&](int64_t p0, int64_t p1, int32_t) {
     for (int64_t p = p0; p < p1; ++p) run_part(p);

@@ -3,9 +3,11 @@
 // FP8 as stored (codes and block scales moved) row-major and tiled, FP8 whose heads cannot keep
 // their own scale blocks (F32 values), and converted at load to BF16 (elements moved) and INT8
 // (per-row scales cannot follow a transpose: F32 values). And the arena: every converted or
-// tiled matrix lives in ModelWeights::arena after load with the values it had.
+// tiled matrix lives in ModelWeights::arena after load with the values it had, the data in use
+// order back to back (an expert's gate, up, down; q_a then kv_a), every scale block after them.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -88,9 +90,27 @@ void expect_arena_holds_weights(const std::string& name, const QuantPolicy* conv
     const auto* b = static_cast<const uint8_t*>(p);
     return b >= lo && b + n <= hi;
   };
+  // Data back to back in use order, scales after: an expert's up starts where its gate ends
+  // (64-byte aligned), its down where its up ends, and q_a is followed by kv_a.
+  auto ends_at = [](const Matrix& m, const Matrix& next) {
+    const size_t n = (m.data_bytes() + 63) / 64 * 64;
+    return static_cast<const uint8_t*>(m.data) + n == static_cast<const uint8_t*>(next.data);
+  };
+  int64_t n_experts_checked = 0;
+  for (const LayerWeights& L : w->layers) {
+    EXPECT_TRUE(ends_at(L.mla.q_a, L.mla.kv_a));
+    if (!L.is_moe) continue;
+    for (const FfnWeights& e : L.moe.experts) {
+      EXPECT_TRUE(ends_at(e.gate, e.up));
+      EXPECT_TRUE(ends_at(e.up, e.down));
+      ++n_experts_checked;
+    }
+  }
+  EXPECT_GT(n_experts_checked, 0);
   const std::vector<Matrix*> a = matrices(*ref), b = matrices(*w);
   ASSERT_EQ(a.size(), b.size());
   int64_t n_in_arena = 0;
+  const uint8_t *data_end = lo, *scales_begin = hi;  // every matrix's data before any scales
   for (size_t i = 0; i < a.size(); ++i) {
     const Matrix& x = *a[i];
     const Matrix& y = *b[i];
@@ -108,6 +128,11 @@ void expect_arena_holds_weights(const std::string& name, const QuantPolicy* conv
       }
     }
     ASSERT_EQ(x.dtype, y.dtype) << i;
+    if (owned) {
+      data_end = std::max(data_end, static_cast<const uint8_t*>(y.data) + y.data_bytes());
+      if (y.scales != nullptr)
+        scales_begin = std::min(scales_begin, reinterpret_cast<const uint8_t*>(y.scales));
+    }
     ASSERT_EQ(x.n_rows, y.n_rows) << i;
     ASSERT_EQ(x.n_cols, y.n_cols) << i;
     for (int64_t r = 0; r < x.n_rows; ++r) {
@@ -115,6 +140,7 @@ void expect_arena_holds_weights(const std::string& name, const QuantPolicy* conv
     }
   }
   EXPECT_GT(n_in_arena, 0);
+  EXPECT_LE(data_end, scales_begin);
 }
 
 TEST(Weights, TiledAndConvertedCopiesLiveInTheArena) {

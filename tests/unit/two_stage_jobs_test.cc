@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <thread>
@@ -122,6 +123,33 @@ TEST(TwoStageJobs, StalledOrSequentialPartsStillFinishInOrder) {
       sequential.expect_all_once("one thread");
     }
   }
+}
+
+// The order of the calls, one thread (parts one after another): 7 experts of 512 / 1024 rows at
+// 1 token in 2 parts, grain 128 (batch-1 MoE). Each part runs a whole job's second-stage share
+// right after its first stage; the job split between the parts (3: first-stage rows 0-255 in
+// part 0, 256-511 in part 1; second-stage rows 0-511 / 512-1023) has its second stage after the
+// part's other jobs, part 0 running part 1's unclaimed first-stage rows of it first.
+TEST(TwoStageJobs, WholeJobsRunBothStagesBackToBack) {
+  ThreadPool pool(1);
+  const std::vector<TwoStageShape> shapes(7, TwoStageShape{512, 1024, 2 * 1024 * 5, 512 * 5});
+  TwoStageClaims claims(7 * 4, 7);
+  using Call = std::array<int64_t, 4>;  // stage (0: first, 1: second), job, r0, r1
+  std::vector<Call> calls;
+  run_two_stage(
+      pool, claims, 7, [&](int32_t j) { return shapes[static_cast<size_t>(j)]; }, 128, 2,
+      [&](int32_t j, int64_t r0, int64_t r1) {
+        calls.push_back({0, j, r0, r1});
+      },
+      [&](int32_t j, int64_t r0, int64_t r1) {
+        calls.push_back({1, j, r0, r1});
+      });
+  const std::vector<Call> expected = {
+      {0, 0, 0, 512},  {1, 0, 0, 1024}, {0, 1, 0, 512},  {1, 1, 0, 1024},
+      {0, 2, 0, 512},  {1, 2, 0, 1024}, {0, 3, 0, 256},  {0, 3, 256, 512},
+      {1, 3, 0, 512},  {0, 4, 0, 512},  {1, 4, 0, 1024}, {0, 5, 0, 512},
+      {1, 5, 0, 1024}, {0, 6, 0, 512},  {1, 6, 0, 1024}, {1, 3, 512, 1024}};
+  EXPECT_EQ(calls, expected);
 }
 
 // A job list above the claims' capacity is an invariant failure, not a silent overrun.

@@ -171,9 +171,10 @@ void run_two_stage(ThreadPool& pool, TwoStageClaims& claims, int32_t n_jobs, Sha
       const int64_t b = j == ja0 ? ra0 : 0;
       const int64_t e = j == ja1 ? ra1 : shape_of(j).rows_a;
       if (b < e) run_units(j, b / grain, (e + grain - 1) / grain);
-      // A whole job's second-stage share right after its first stage: nothing to wait for, and
-      // one job's rows of both stages are read as one stream (MoE: an expert's gate, up and down
-      // lie back to back in the model's weight arena).
+      // A whole job's second-stage share right after its first stage: no rows of another part's
+      // range to wait for (only units another part claimed early, if any), and one job's rows of
+      // both stages are read as one stream (MoE: an expert's gate, up and down lie back to back
+      // in the model's weight arena).
       if (whole_a(j) && j >= jb0 && j <= jb1) second(j);
     }
     for (int32_t j = jb0 + 1; j <= jb1 && j < n_jobs; ++j) {

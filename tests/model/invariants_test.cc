@@ -211,10 +211,12 @@ TEST(ForwardInvariants, Fp8KvCachePathsAgree) {
 }
 
 // Work is split over threads by rows, heads or fixed position parts, never by the thread count
-// inside one sum: decode at a context long enough for several split-K parts (> 256 positions)
-// gives bit-identical logits with 1 and 3 threads, on V3 (dense) and V3.2 (fp8 cache, sparse);
-// so does decode at a 40-token context (one part: with 3 threads each thread takes a head range
-// through W_UK, attention and W_UV, with 1 thread the token-parts path runs).
+// inside one sum: decode gives bit-identical logits with 1, 3 and 9 threads, on V3 (dense) and
+// V3.2 (fp8 cache, sparse). On V3 a 300-token context attends in two split-K parts (> 256
+// positions: the token-parts path at every thread count) and a 40-token one in one part (with 3
+// or 9 threads each thread takes a head range through W_UK, attention and W_UV; 9 threads leave
+// one of tiny's 8 heads' ranges empty; 1 thread runs the token-parts path). V3.2 attends
+// index_topk (16) positions, so both of its contexts take the head-range path with 3 or 9 threads.
 // The V3.2 decode top-k IS split by thread count (with 3 threads: a threshold from a sample of
 // the scores, candidates gathered per thread share, one selection among them; index_topk 16,
 // 300+ positions), so this also checks that every layer's decode selection equals the one-thread
@@ -224,15 +226,20 @@ TEST(ForwardInvariants, DecodeIsBitIdenticalAcrossThreadCounts) {
     for (const int32_t n_prompt : {300, 40}) {
       SCOPED_TRACE(std::string(name) + ", prompt " + std::to_string(n_prompt));
       const std::string dir = std::string(DSS_TEST_DATA) + "/golden/" + name;
-      auto m1 = Model::load(LoadOptions{dir, 1});
-      auto m3 = Model::load(LoadOptions{dir, 3});
-      ASSERT_TRUE(m1.is_ok() && m3.is_ok());
-      const int32_t V = (*m1)->config().n_vocab;
-      const auto ids = random_prompt(n_prompt, V, 51);
-      std::vector<float> out[2];
-      std::vector<std::vector<int32_t>> sel[2];  // [step * layer][selected positions]
-      for (int i = 0; i < 2; ++i) {
-        const Model& m = i == 0 ? **m1 : **m3;
+      const int32_t threads[3] = {1, 3, 9};
+      std::vector<float> out[3];
+      std::vector<std::vector<int32_t>> sel[3];  // [step * layer][selected positions]
+      int32_t V = 0, n_layers = 0;
+      for (int i = 0; i < 3; ++i) {
+        auto loaded = Model::load(LoadOptions{dir, threads[i]});
+        ASSERT_TRUE(loaded.is_ok()) << loaded.message();
+        const Model& m = **loaded;
+        V = m.config().n_vocab;
+        n_layers = m.config().n_layers;
+        if (i == 0) {
+          ASSERT_LT(m.config().n_heads, 9) << "9 threads must leave a head range empty";
+        }
+        const auto ids = random_prompt(n_prompt, V, 51);
         SequenceRunner r(m, 303, 16, 128, m.default_kv_dtype());
         r.prefill(ids, false, nullptr);
         ForwardTrace trace;  // reset by every forward: the last decode step's selections
@@ -245,10 +252,12 @@ TEST(ForwardInvariants, DecodeIsBitIdenticalAcrossThreadCounts) {
         }
         out[i].assign(lg, lg + V);
       }
+      EXPECT_EQ(out[0], out[2]) << "9 threads";
+      EXPECT_EQ(sel[0], sel[2]) << "9 threads";
       EXPECT_EQ(out[0], out[1]);
       EXPECT_EQ(sel[0], sel[1]);
       if (std::string(name) == "tiny-v32") {  // 3 steps x the layers, 16 positions each
-        ASSERT_EQ(sel[0].size(), 3u * static_cast<size_t>((*m1)->config().n_layers));
+        ASSERT_EQ(sel[0].size(), 3u * static_cast<size_t>(n_layers));
         for (const auto& s : sel[0]) EXPECT_EQ(s.size(), 16u);
       }
     }

@@ -510,18 +510,20 @@ HWY_INLINE void ZeroAcc(DF df, hn::Vec<DF> (&acc)[kTiledVecs][kG]) {
   }
 }
 
-// What a GEMV stream prefetches: byte off (kPrefetchBytes or more past the column it decodes) of
-// the tile at `tile`, one of kNT tiles of tile_bytes each that run side by side. Past the tile's
-// end it points as far into the tile this stream decodes next, kNT tiles on, instead of into the
+// What a GEMV stream prefetches: byte off_bytes (kPrefetchBytes or more past the column it
+// decodes) of the tile at `tile`, one of kNT tiles of tile_bytes each that run side by side. Past
+// the tile's end it points as far into the tile this stream decodes next, kNT tiles on (exact for
+// runs of kNT tiles and the first token group's pass; later groups' and shorter runs' hints may
+// land on tiles already read), instead of into the
 // next tile, which another stream of the run is reading already: a run's first columns then
 // arrive while the previous run finishes (cold-cache small products, bench/micro/
 // cold_stream_bench: 8 heads of W_UK^T per thread, 2 KiB tiles, 10.6 -> 13.8 GB/s). A hint
 // only: past the end of the matrix it is never dereferenced.
 template <int kNT>
-HWY_INLINE const uint8_t* StreamAhead(const void* tile, int64_t off, int64_t tile_bytes) {
-  const int64_t skip = off >= tile_bytes ? (kNT - 1) * tile_bytes : 0;
+HWY_INLINE const uint8_t* StreamAhead(const void* tile, int64_t off_bytes, int64_t tile_bytes) {
+  const int64_t skip_bytes = off_bytes >= tile_bytes ? (kNT - 1) * tile_bytes : 0;
   return reinterpret_cast<const uint8_t*>(reinterpret_cast<uintptr_t>(tile) +
-                                          static_cast<uintptr_t>(off + skip));
+                                          static_cast<uintptr_t>(off_bytes + skip_bytes));
 }
 
 // Tiles the GEMV runs side by side for a group of g tokens, so that the group has at least ~6

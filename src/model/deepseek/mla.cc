@@ -309,7 +309,6 @@ void Model::mla_absorbed(int32_t i_layer, const ForwardBatch& b, const int32_t* 
     a.ps = attended_positions(ws, t, pos, c.index_topk, a.n_att);
     a.n_parts = std::min(kMlaDecodeMaxParts, (a.n_att + kMlaDecodePart - 1) / kMlaDecodePart);
     a.part = (a.n_att + a.n_parts - 1) / a.n_parts;
-    a.first_part = j;  // the by-heads path below; the token-parts path renumbers
     one_part = one_part && a.n_parts == 1;
   }
   // The heads in n_threads equal contiguous ranges (each head's product is a few KB, and guided
@@ -317,12 +316,14 @@ void Model::mla_absorbed(int32_t i_layer, const ForwardBatch& b, const int32_t* 
   // 18-19 -> 13-14 us, W_UV 21-25 -> 17-19 us).
   const int64_t n_ranges = pool_->n_threads();
   static_assert(kMlaAbsorbChunk <= kMlaDecodeMaxParts, "token j's heads use part j's buffers");
-  if (one_part && n < n_ranges) {
-    // Fewer tokens than threads, each in one part (batch-1 decode at short contexts): a token's
-    // parts would leave the other threads idle, so each thread takes a head range through W_UK,
-    // the attention of its heads (mla_attn_partial's per-head arithmetic does not depend on which
+  if (n == 1 && one_part && n_ranges > 1) {
+    // One token attending in one part (batch-1 decode at short contexts): its one part would
+    // leave the other threads idle, so each thread takes a head range through W_UK, the
+    // attention of its heads (mla_attn_partial's per-head arithmetic does not depend on which
     // heads a call covers) and W_UV, in one dispatch instead of three. Bit-identical to the
-    // token-parts path (ForwardInvariants).
+    // token-parts path (ForwardInvariants). Not for more tokens: the kernel keeps heads in vector
+    // lanes padded to 16, so a thread scoring every token over a few heads would do up to n
+    // times a token part's work.
     pool_->parallel_for(n_ranges, 1, [&](int64_t i0, int64_t i1, int32_t i_thread) {
       const auto h0 = static_cast<int32_t>(H * i0 / n_ranges);
       const auto h1 = static_cast<int32_t>(H * i1 / n_ranges), nh = h1 - h0;

@@ -187,8 +187,9 @@ OwnedMatrix transpose_uk(const Matrix& kv_b, int64_t H, int64_t d_nope, int64_t 
 // the views, frees each owned buffer as soon as it is copied (peak memory: the weights plus one
 // matrix) and drops the owned matrices no view reads.
 // The matrices' data lie back to back in the order a forward pass reads them (per layer q_a,
-// kv_a, q_b, W_UK^T, kv_b, o, the indexer, the router, each expert's gate, up and down, the shared
-// expert or the dense FFN; lm_head last), their scales after all of them, so that products run
+// kv_a, q_b, the V3.2 indexer's wk, wq_b and weights_proj, W_UK^T, kv_b, o, the router, each
+// expert's gate, up and down, the shared expert or the dense FFN; lm_head last), their scales
+// after all of them, so that products run
 // one after another read one stream (an expert's gate, up and down: the MoE's two-stage jobs run
 // a whole expert's three back to back). bench/micro/cold_stream_bench, 10 expert matrices one
 // after another on one thread, cold: 23.1 / 25.3 / 31.1 GB/s each in its own buffer, 30.2 / 29.6
@@ -208,10 +209,11 @@ void pack_into_arena(ModelWeights& w) {
   visit(w.embed);
   for (LayerWeights& L : w.layers) {
     MlaWeights& a = L.mla;
-    for (Matrix* m : {&a.q_a, &a.kv_a, &a.q_b, &a.w_uk_t, &a.kv_b, &a.o}) visit(*m);
-    if (a.has_indexer) {
-      for (Matrix* m : {&a.indexer.wq_b, &a.indexer.wk, &a.indexer.weights_proj}) visit(*m);
+    for (Matrix* m : {&a.q_a, &a.kv_a, &a.q_b}) visit(*m);
+    if (a.has_indexer) {  // indexer_keys, between q_b and the attention
+      for (Matrix* m : {&a.indexer.wk, &a.indexer.wq_b, &a.indexer.weights_proj}) visit(*m);
     }
+    for (Matrix* m : {&a.w_uk_t, &a.kv_b, &a.o}) visit(*m);
     if (L.is_moe) {
       visit(L.moe.router);
       for (FfnWeights& e : L.moe.experts) ffn(e);
@@ -249,8 +251,7 @@ void pack_into_arena(ModelWeights& w) {
     std::vector<float>().swap(o->scales);
   }
   DSS_CHECK(off == data_bytes, "arena layout");
-  off = sc_off;
-  DSS_CHECK(off == total, "arena layout");
+  DSS_CHECK(sc_off == total, "arena layout");
   for_each_matrix(w, [&](Matrix& m) {
     if (auto it = moved.find(m.data); it != moved.end()) {
       m.data = it->second.data;

@@ -19,7 +19,7 @@
 #include "base/clock.h"
 #include "base/huge_buffer.h"
 #include "base/rng.h"
-#include "bench/micro/checkpoint_like.h"
+#include "bench/micro/tiled_weights.h"
 #include "bench/read_bandwidth.h"
 #include "kernels/cpu/cpu_features.h"
 #include "kernels/cpu/matmul.h"
@@ -29,28 +29,7 @@
 namespace dss {
 namespace {
 
-struct Tiled {
-  Matrix m;
-  HugeBuffer buf;
-  std::vector<float> scales;
-};
-
-Tiled make_fp8(int64_t rows, int64_t cols, Rng& rng) {
-  std::vector<uint8_t> data = bench::checkpoint_like_weights(DType::kF8E4M3, rows, cols, rng);
-  Tiled t;
-  Matrix m{DType::kF8E4M3, rows, cols, data.data(), nullptr};
-  t.scales.assign(static_cast<size_t>(m.n_scale_rows() * m.n_scale_cols()), 1e-3f);
-  m.scales = t.scales.data();
-  const OwnedMatrix owned = tile_matrix(m);
-  t.m = owned.view();
-  t.scales = owned.scales;  // the view's scales die with `owned`
-  t.m.scales = t.scales.data();
-  t.buf = HugeBuffer(t.m.data_bytes());
-  std::memcpy(t.buf.data(), t.m.data, t.m.data_bytes());
-  t.m.data = t.buf.data();
-  if (cpu::cpu_has_bf16_dot()) t.m.arith = MatmulArith::kBf16Dot;
-  return t;
-}
+using Tiled = bench::TiledWeights;
 
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
@@ -66,7 +45,8 @@ struct Experts {
 };
 Experts make_experts(int n, Rng& rng) {
   Experts e;
-  for (int i = 0; i < n; ++i) e.apart.push_back(make_fp8(512, 1024, rng));
+  for (int i = 0; i < n; ++i)
+    e.apart.push_back(bench::make_tiled_weights(DType::kF8E4M3, 512, 1024, rng));
   const size_t bytes = e.apart[0].m.data_bytes();
   e.buf = HugeBuffer(bytes * static_cast<size_t>(n));
   for (int i = 0; i < n; ++i) {
@@ -100,7 +80,8 @@ int run(int argc, char** argv) {
   };
   Rng rng(1);
   std::vector<Tiled> mats;
-  for (const Case& c : cases) mats.push_back(make_fp8(c.rows, c.cols, rng));
+  for (const Case& c : cases)
+    mats.push_back(bench::make_tiled_weights(DType::kF8E4M3, c.rows, c.cols, rng));
   HugeBuffer flush(size_t{256} << 20);
   std::memset(flush.data(), 1, flush.size());  // real pages, not the shared zero page
   float sink = 0;

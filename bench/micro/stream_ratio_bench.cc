@@ -21,7 +21,7 @@
 #include "base/huge_buffer.h"
 #include "base/rng.h"
 #include "base/thread_pool.h"
-#include "bench/micro/checkpoint_like.h"
+#include "bench/micro/tiled_weights.h"
 #include "bench/read_bandwidth.h"
 #include "kernels/cpu/cpu_features.h"
 #include "kernels/cpu/matmul.h"
@@ -32,32 +32,7 @@
 namespace dss {
 namespace {
 
-struct Tiled {
-  Matrix m;
-  HugeBuffer buf;
-  std::vector<float> scales;
-};
-
-Tiled make(DType dt, int64_t rows, int64_t cols, Rng& rng) {
-  std::vector<uint8_t> data = bench::checkpoint_like_weights(dt, rows, cols, rng);
-  Tiled t;
-  Matrix m{dt, rows, cols, data.data(), nullptr};
-  if (dt == DType::kF8E4M3) {
-    t.scales.assign(static_cast<size_t>(m.n_scale_rows() * m.n_scale_cols()), 1e-3f);
-    m.scales = t.scales.data();
-  }
-  const OwnedMatrix owned = tile_matrix(m);
-  t.m = owned.view();
-  if (dt == DType::kF8E4M3) {
-    t.scales = owned.scales;  // the view's scales died with `owned` (read freed memory before)
-    t.m.scales = t.scales.data();
-  }
-  t.buf = HugeBuffer(t.m.data_bytes());
-  std::memcpy(t.buf.data(), t.m.data, t.m.data_bytes());
-  t.m.data = t.buf.data();
-  if (cpu::cpu_has_bf16_dot()) t.m.arith = MatmulArith::kBf16Dot;
-  return t;
-}
+using Tiled = bench::TiledWeights;
 
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
@@ -73,9 +48,10 @@ int run(int argc, char** argv) {
   }
   ThreadPool pool(threads);
   Rng rng(1);
-  const Tiled lm = make(DType::kBF16, 129280, 1024, rng);
+  const Tiled lm = bench::make_tiled_weights(DType::kBF16, 129280, 1024, rng);
   std::vector<Tiled> ex;
-  for (int i = 0; i < 126; ++i) ex.push_back(make(DType::kF8E4M3, 512, 1024, rng));
+  for (int i = 0; i < 126; ++i)
+    ex.push_back(bench::make_tiled_weights(DType::kF8E4M3, 512, 1024, rng));
   double ex_bytes = 0;
   for (const Tiled& e : ex) ex_bytes += static_cast<double>(e.m.data_bytes());
   const int64_t n_read = int64_t{256} << 18;  // floats: 256 MiB

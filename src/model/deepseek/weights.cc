@@ -186,10 +186,9 @@ OwnedMatrix transpose_uk(const Matrix& kv_b, int64_t H, int64_t d_nope, int64_t 
 // Moves every owned matrix a view reads into one huge-page buffer (ModelWeights::arena), re-points
 // the views, frees each owned buffer as soon as it is copied (peak memory: the weights plus one
 // matrix) and drops the owned matrices no view reads.
-// The matrices' data lie back to back in the order a forward pass reads them (per layer q_a,
-// kv_a, q_b, the V3.2 indexer's wk, wq_b and weights_proj, W_UK^T, kv_b, o, the router, each
-// expert's gate, up and down, the shared expert or the dense FFN; lm_head last), their scales
-// after all of them, so that products run
+// The matrices' data lie back to back in the order a forward pass reads them (for_each_matrix's:
+// per layer q_a, kv_a, q_b, the V3.2 indexer, W_UK^T, kv_b, o, the router, each expert's gate, up
+// and down, ...; lm_head last), their scales after all of them, so that products run
 // one after another read one stream (an expert's gate, up and down: the MoE's two-stage jobs run
 // a whole expert's three back to back). bench/micro/cold_stream_bench, 10 expert matrices one
 // after another on one thread, cold: 23.1 / 25.3 / 31.1 GB/s each in its own buffer, 30.2 / 29.6
@@ -203,27 +202,7 @@ void pack_into_arena(ModelWeights& w) {
     if (auto it = by_data.find(m.data); it != by_data.end() && seen.insert(m.data).second)
       order.push_back(it->second);
   };
-  auto ffn = [&](FfnWeights& f) {
-    for (Matrix* m : {&f.gate, &f.up, &f.down}) visit(*m);
-  };
-  visit(w.embed);
-  for (LayerWeights& L : w.layers) {
-    MlaWeights& a = L.mla;
-    for (Matrix* m : {&a.q_a, &a.kv_a, &a.q_b}) visit(*m);
-    if (a.has_indexer) {  // indexer_keys, between q_b and the attention
-      for (Matrix* m : {&a.indexer.wk, &a.indexer.wq_b, &a.indexer.weights_proj}) visit(*m);
-    }
-    for (Matrix* m : {&a.w_uk_t, &a.kv_b, &a.o}) visit(*m);
-    if (L.is_moe) {
-      visit(L.moe.router);
-      for (FfnWeights& e : L.moe.experts) ffn(e);
-      if (L.moe.has_shared) ffn(L.moe.shared);
-    } else {
-      ffn(L.dense);
-    }
-  }
-  visit(w.lm_head);
-  for_each_matrix(w, visit);  // any view the order above misses, after it
+  for_each_matrix(w, visit);  // use order
   auto align = [](size_t n) { return (n + 63) / 64 * 64; };
   size_t data_bytes = 0;
   for (const OwnedMatrix* o : order) data_bytes += align(o->data.size());

@@ -87,8 +87,12 @@ struct ModelWeights {
   HugeBuffer arena;
 };
 
-// Calls fn(Matrix&) on every matrix view of w (embedding, lm_head, attention incl. W_UK^T and the
-// V3.2 indexer, router, FFNs and experts).
+// Calls fn(Matrix&) on every matrix view of w (embedding, attention incl. W_UK^T and the V3.2
+// indexer, router, FFNs and experts, lm_head), in the order a forward pass reads them: the
+// embedding, then per layer q_a, kv_a, q_b, the indexer's wk, wq_b and weights_proj
+// (indexer_keys, before the attention), W_UK^T, kv_b, o, the router, each expert's gate, up and
+// down, the shared expert or the dense FFN; lm_head last. pack_into_arena lays the weights out in
+// this order.
 template <typename Fn>
 void for_each_matrix(ModelWeights& w, Fn&& fn) {
   auto ffn = [&](FfnWeights& f) {
@@ -97,13 +101,13 @@ void for_each_matrix(ModelWeights& w, Fn&& fn) {
     fn(f.down);
   };
   fn(w.embed);
-  fn(w.lm_head);
   for (LayerWeights& L : w.layers) {
     MlaWeights& a = L.mla;
-    for (Matrix* m : {&a.q_a, &a.q_b, &a.kv_a, &a.kv_b, &a.o, &a.w_uk_t}) fn(*m);
+    for (Matrix* m : {&a.q_a, &a.kv_a, &a.q_b}) fn(*m);
     if (a.has_indexer) {
-      for (Matrix* m : {&a.indexer.wq_b, &a.indexer.wk, &a.indexer.weights_proj}) fn(*m);
+      for (Matrix* m : {&a.indexer.wk, &a.indexer.wq_b, &a.indexer.weights_proj}) fn(*m);
     }
+    for (Matrix* m : {&a.w_uk_t, &a.kv_b, &a.o}) fn(*m);
     if (L.is_moe) {
       fn(L.moe.router);
       for (FfnWeights& e : L.moe.experts) ffn(e);
@@ -112,6 +116,7 @@ void for_each_matrix(ModelWeights& w, Fn&& fn) {
       ffn(L.dense);
     }
   }
+  fn(w.lm_head);
 }
 
 // Looks up and validates every tensor the config implies: presence, dtype (F8 needs its

@@ -19,6 +19,7 @@
 #include "base/clock.h"
 #include "base/huge_buffer.h"
 #include "base/rng.h"
+#include "bench/micro/median.h"
 #include "bench/micro/tiled_weights.h"
 #include "bench/read_bandwidth.h"
 #include "kernels/cpu/cpu_features.h"
@@ -31,10 +32,7 @@ namespace {
 
 using Tiled = bench::TiledWeights;
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
+using bench::median;
 
 // n expert matrices (512 x 1024 FP8, tiled): each in its own buffer (`apart`), or copied back to
 // back into `joint` (as the model's arena places an expert's gate, up and down).

@@ -21,6 +21,7 @@
 #include "base/huge_buffer.h"
 #include "base/rng.h"
 #include "base/thread_pool.h"
+#include "bench/micro/median.h"
 #include "bench/micro/tiled_weights.h"
 #include "bench/read_bandwidth.h"
 #include "kernels/cpu/cpu_features.h"
@@ -34,10 +35,7 @@ namespace {
 
 using Tiled = bench::TiledWeights;
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
+using bench::median;
 
 int run(int argc, char** argv) {
   int32_t rounds = 15, threads = 2;

@@ -25,7 +25,6 @@
 #include "kernels/cpu/cpu_features.h"
 #include "kernels/cpu/matmul.h"
 #include "tensor/dtype.h"
-#include "tensor/tiled_layout.h"
 
 namespace dss {
 namespace {

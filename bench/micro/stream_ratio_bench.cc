@@ -28,7 +28,6 @@
 #include "kernels/cpu/matmul.h"
 #include "kernels/cpu/matmul_parallel.h"
 #include "tensor/dtype.h"
-#include "tensor/tiled_layout.h"
 
 namespace dss {
 namespace {

@@ -300,7 +300,6 @@ void Model::mla_absorbed(int32_t i_layer, const ForwardBatch& b, const int32_t* 
     int32_t n_att, n_parts, part, first_part;
   };
   std::array<TokenAttn, kMlaAbsorbChunk> ta;
-  bool one_part = true;  // every token attends in a single part
   for (int32_t j = 0; j < n; ++j) {
     const auto [t_begin, t_end, L] = seq_range(b, seqs[j]);
     const int32_t t = toks[j], pos = L - (t_end - t_begin) + (t - t_begin);
@@ -309,14 +308,12 @@ void Model::mla_absorbed(int32_t i_layer, const ForwardBatch& b, const int32_t* 
     a.ps = attended_positions(ws, t, pos, c.index_topk, a.n_att);
     a.n_parts = std::min(kMlaDecodeMaxParts, (a.n_att + kMlaDecodePart - 1) / kMlaDecodePart);
     a.part = (a.n_att + a.n_parts - 1) / a.n_parts;
-    one_part = one_part && a.n_parts == 1;
   }
   // The heads in n_threads equal contiguous ranges (each head's product is a few KB, and guided
   // claims of 1-2 heads cost more than they balanced; batch-1 decode, per layer: W_UK
   // 18-19 -> 13-14 us, W_UV 21-25 -> 17-19 us).
   const int64_t n_ranges = pool_->n_threads();
-  static_assert(kMlaAbsorbChunk <= kMlaDecodeMaxParts, "token j's heads use part j's buffers");
-  if (n == 1 && one_part && n_ranges > 1) {
+  if (n == 1 && ta[0].n_parts == 1 && n_ranges > 1) {
     // One token attending in one part (batch-1 decode at short contexts): its one part would
     // leave the other threads idle, so each thread takes a head range through W_UK, the
     // attention of its heads (mla_attn_partial's per-head arithmetic does not depend on which
@@ -332,15 +329,13 @@ void Model::mla_absorbed(int32_t i_layer, const ForwardBatch& b, const int32_t* 
       float* xg = ws.absorb_x.data() + th * x_stride;
       uk_heads(h0, h1, xg);
       float* scratch = ws.attn_scratch.data() + th * n_scratch;
-      for (int32_t j = 0; j < n; ++j) {
-        const TokenAttn& a = ta[static_cast<size_t>(j)];
-        const size_t mh = static_cast<size_t>(j) * H + static_cast<size_t>(h0);  // part j = token j
-        cpu::mla_attn_partial(a.view, a.ps, 0, a.n_att, ws.q_lat.data() + mh * R,
-                              ws.q_pe.data() + mh * dr, nh, scale, scratch, ws.part_m.data() + mh,
-                              ws.part_l.data() + mh, ws.part_o.data() + mh * R);
-        cpu::mla_attn_merge(1, ws.part_m.data() + mh, ws.part_l.data() + mh,
-                            ws.part_o.data() + mh * R, nh, R, ws.o_lat.data() + mh * R);
-      }
+      const TokenAttn& a = ta[0];
+      const auto h = static_cast<size_t>(h0);  // part 0's buffers, this thread's heads
+      cpu::mla_attn_partial(a.view, a.ps, 0, a.n_att, ws.q_lat.data() + h * R,
+                            ws.q_pe.data() + h * dr, nh, scale, scratch, ws.part_m.data() + h,
+                            ws.part_l.data() + h, ws.part_o.data() + h * R);
+      cpu::mla_attn_merge(1, ws.part_m.data() + h, ws.part_l.data() + h, ws.part_o.data() + h * R,
+                          nh, R, ws.o_lat.data() + h * R);
       uv_heads(h0, h1, xg);
     });
     return;

@@ -5,7 +5,6 @@
 #include <cmath>
 #include <cstring>
 #include <map>
-#include <set>
 
 #include "base/check.h"
 #include "tensor/tiled_layout.h"
@@ -197,12 +196,12 @@ void pack_into_arena(ModelWeights& w) {
   std::map<const void*, OwnedMatrix*> by_data;
   for (OwnedMatrix& o : w.owned) by_data[o.data.data()] = &o;
   std::vector<OwnedMatrix*> order;  // the owned matrices a view reads, once each, in use order
-  std::set<const void*> seen;
-  auto visit = [&](Matrix& m) {
-    if (auto it = by_data.find(m.data); it != by_data.end() && seen.insert(m.data).second)
+  for_each_matrix(w, [&](Matrix& m) {
+    if (auto it = by_data.find(m.data); it != by_data.end()) {
       order.push_back(it->second);
-  };
-  for_each_matrix(w, visit);  // use order
+      by_data.erase(it);  // a second view of the same data adds nothing
+    }
+  });
   auto align = [](size_t n) { return (n + 63) / 64 * 64; };
   size_t data_bytes = 0;
   for (const OwnedMatrix* o : order) data_bytes += align(o->data.size());

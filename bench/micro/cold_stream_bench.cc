@@ -4,11 +4,15 @@
 // from its first row (W_UV's heads are strided in kv_b: there the read is not the same bytes).
 // Each round flushes the caches (a 256 MiB read) before every cold measurement; cases and
 // measurements alternate inside a round, so a slow spell of the shared VM lands on all of them.
-// Prints medians over rounds in GB/s of weight bytes. Last, 10 expert matrices one after another,
-// each in its own buffer or back to back (the model's arena order, model/deepseek/weights.cc).
-//   cold_stream_bench [--rounds N]
-// FP8 weights tiled on huge pages as the model holds them, 1 token, the bf16-dot arithmetic where
-// the CPU has AVX512-BF16 (as --matmul-dtype auto picks), else f32.
+// Prints medians over rounds in GB/s of weight bytes. Where the CPU has AVX512-BF16 every product
+// runs in both tiled layouts (tensor/matrix.h kTiled and kTiledPairs, the same weights), in
+// alternating order per round, and the table adds the pairs' cold time over kTiled's. Last, 10
+// expert matrices one after another, each in its own buffer or back to back (the model's arena
+// order, model/deepseek/weights.cc).
+//   cold_stream_bench [--rounds N] [--tokens N]
+// FP8 weights tiled on huge pages as the model holds them, 1 token (--tokens: 1-16, the GEMV's
+// token counts: an expert at decode batch 16 sees ~2), the bf16-dot arithmetic where
+// the CPU has AVX512-BF16 (as --matmul-dtype auto picks), else f32 (kTiled only).
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -43,7 +47,7 @@ struct Experts {
 Experts make_experts(int n, Rng& rng) {
   Experts e;
   for (int i = 0; i < n; ++i)
-    e.apart.push_back(bench::make_tiled_weights(DType::kF8E4M3, 512, 1024, rng));
+    e.apart.push_back(bench::make_tiled_weights(DType::kF8E4M3, 512, 1024, rng));  // model layout
   const size_t bytes = e.apart[0].m.data_bytes();
   e.buf = HugeBuffer(bytes * static_cast<size_t>(n));
   for (int i = 0; i < n; ++i) {
@@ -64,8 +68,10 @@ struct Case {
 
 int run(int argc, char** argv) {
   int32_t rounds = 21;
+  int64_t n_tok = 1;
   for (int i = 1; i + 1 < argc; i += 2) {
     if (std::string(argv[i]) == "--rounds") rounds = std::max(1, std::atoi(argv[i + 1]));
+    if (std::string(argv[i]) == "--tokens") n_tok = std::clamp(std::atoi(argv[i + 1]), 1, 16);
   }
   const std::vector<Case> cases = {
       {"q_a 384x1024, all rows", 384, 1024, 0, 384, 1, 0},
@@ -76,9 +82,20 @@ int run(int argc, char** argv) {
       {"expert gate 512x1024", 512, 1024, 0, 512, 1, 0},
   };
   Rng rng(1);
-  std::vector<Tiled> mats;
-  for (const Case& c : cases)
-    mats.push_back(bench::make_tiled_weights(DType::kF8E4M3, c.rows, c.cols, rng));
+  // mats[layout][case]: layout 0 kTiled, 1 kTiledPairs (the same weights: the same Rng state).
+  const int n_layouts = cpu::cpu_has_bf16_dot() ? 2 : 1;
+  std::vector<Tiled> mats[2];
+  for (const Case& c : cases) {
+    Rng same = rng;
+    mats[0].push_back(
+        bench::make_tiled_weights(DType::kF8E4M3, c.rows, c.cols, same, WeightLayout::kTiled));
+    if (n_layouts == 2) {
+      mats[1].push_back(bench::make_tiled_weights(DType::kF8E4M3, c.rows, c.cols, rng,
+                                                  WeightLayout::kTiledPairs));
+    } else {
+      rng = same;
+    }
+  }
   HugeBuffer flush(size_t{256} << 20);
   std::memset(flush.data(), 1, flush.size());  // real pages, not the shared zero page
   float sink = 0;
@@ -86,49 +103,57 @@ int run(int argc, char** argv) {
     sink += bench::read_sum(reinterpret_cast<const float*>(flush.data()),
                             static_cast<int64_t>(flush.size() / sizeof(float)));
   };
-  std::vector<float> x(4096, 0.01f), y(8192);
+  std::vector<float> x(static_cast<size_t>(4096 * n_tok), 0.01f),
+      y(static_cast<size_t>(8192 * n_tok));
   const size_t n = cases.size();
-  std::vector<std::vector<double>> hot(n), cold(n), read(n);
+  std::vector<std::vector<double>> hot[2], cold[2], read(n);
+  for (int l = 0; l < 2; ++l) hot[l].resize(n), cold[l].resize(n);
   for (int32_t r = 0; r < rounds; ++r) {
     for (size_t i = 0; i < n; ++i) {
       const Case& c = cases[i];
-      const Matrix& m = mats[i].m;
-      auto call = [&] {
-        for (int64_t k = 0; k < c.calls; ++k)
-          cpu::matmul_rows(m, x.data(), 1, y.data(), c.r0 + k * c.step, c.r1 + k * c.step);
-      };
-      double t0 = 0, best = 1e9;
-      for (int k = 0; k < 4; ++k) {  // the first brings the weights into cache
+      for (int k = 0; k < n_layouts; ++k) {
+        const int l = (r + k) % n_layouts;  // alternate which layout goes first
+        const Matrix& m = mats[l][i].m;
+        auto call = [&] {
+          for (int64_t q = 0; q < c.calls; ++q)
+            cpu::matmul_rows(m, x.data(), n_tok, y.data(), c.r0 + q * c.step, c.r1 + q * c.step);
+        };
+        double t0 = 0, best = 1e9;
+        for (int j = 0; j < 4; ++j) {  // the first brings the weights into cache
+          t0 = now_seconds();
+          call();
+          if (j > 0) best = std::min(best, now_seconds() - t0);
+        }
+        hot[l][i].push_back(best);
+        flush_caches();
         t0 = now_seconds();
         call();
-        if (k > 0) best = std::min(best, now_seconds() - t0);
+        cold[l][i].push_back(now_seconds() - t0);
       }
-      hot[i].push_back(best);
-      flush_caches();
-      t0 = now_seconds();
-      call();
-      cold[i].push_back(now_seconds() - t0);
       flush_caches();
       // The same number of bytes from the first call's rows on, as one sequential read.
       const int64_t bytes = (c.r1 - c.r0) * c.cols * c.calls;
-      const auto* p = static_cast<const uint8_t*>(m.data) + c.r0 * c.cols;
-      t0 = now_seconds();
+      const auto* p = static_cast<const uint8_t*>(mats[0][i].m.data) + c.r0 * c.cols;
+      const double t0 = now_seconds();
       sink += bench::read_sum(reinterpret_cast<const float*>(p), bytes / 4);
       read[i].push_back(now_seconds() - t0);
     }
   }
-  std::printf("1 thread, %d rounds, medians, GB/s of weight bytes (%s)\n", rounds,
-              cpu::cpu_has_bf16_dot() ? "bf16 dot" : "f32");
-  std::printf("  %-24s %8s %9s %9s %10s %11s\n", "product", "KiB", "in cache", "cold", "cold read",
-              "cold/read");
+  std::printf("1 thread, %lld token(s), %d rounds, medians, GB/s of weight bytes (%s)\n",
+              static_cast<long long>(n_tok), rounds, cpu::cpu_has_bf16_dot() ? "bf16 dot" : "f32");
+  std::printf("  %-24s %6s %9s %9s %9s %9s %9s %10s\n", "product", "KiB", "cache T", "cache P",
+              "cold T", "cold P", "read", "P/T cold");
   for (size_t i = 0; i < n; ++i) {
     const Case& c = cases[i];
     const double bytes = static_cast<double>((c.r1 - c.r0) * c.cols * c.calls);
-    const double g_hot = bytes / median(hot[i]) * 1e-9, g_cold = bytes / median(cold[i]) * 1e-9;
-    const double g_read = bytes / median(read[i]) * 1e-9;
-    std::printf("  %-24s %8.0f %9.1f %9.1f %10.1f %11.2f\n", c.name, bytes / 1024, g_hot, g_cold,
-                g_read, g_cold / g_read);
+    auto gbps = [&](const std::vector<double>& t) {
+      return t.empty() ? 0.0 : bytes / median(t) * 1e-9;
+    };
+    const double cold_t = gbps(cold[0][i]), cold_p = gbps(cold[1][i]);
+    std::printf("  %-24s %6.0f %9.1f %9.1f %9.1f %9.1f %9.1f %10.2f\n", c.name, bytes / 1024,
+                gbps(hot[0][i]), gbps(hot[1][i]), cold_t, cold_p, gbps(read[i]), cold_p / cold_t);
   }
+  std::printf("  (T: kTiled, P: kTiledPairs; P columns 0 where the CPU has no AVX512-BF16)\n");
   // 10 expert matrices one after another (a thread's share of a ds-mini MoE layer is ~10.5),
   // apart or back to back, alternating which goes first.
   const Experts ex = make_experts(10, rng);
@@ -139,7 +164,7 @@ int run(int argc, char** argv) {
       flush_caches();
       const double t0 = now_seconds();
       for (size_t i = 0; i < ex.joint.size(); ++i) {
-        cpu::matmul_rows(joint ? ex.joint[i] : ex.apart[i].m, x.data(), 1, y.data(), 0, 512);
+        cpu::matmul_rows(joint ? ex.joint[i] : ex.apart[i].m, x.data(), n_tok, y.data(), 0, 512);
       }
       (joint ? t_joint_s : t_apart_s).push_back(now_seconds() - t0);
     }

@@ -1,7 +1,8 @@
 // A checkpoint-like weight matrix as the model holds it for the micro-benchmarks
 // (stream_ratio_bench, cold_stream_bench): tiled (tensor/tiled_layout.h) on huge pages
 // (base/huge_buffer.h), FP8 with block scales of 1e-3, the bf16-dot arithmetic where the CPU has
-// AVX512-BF16 (as --matmul-dtype auto picks), else f32.
+// AVX512-BF16 (as --matmul-dtype auto picks), else f32; in the layout the model gives it
+// (model_layout) unless the caller names one.
 #pragma once
 
 #include <cstdint>
@@ -26,7 +27,17 @@ struct TiledWeights {
   std::vector<float> scales;
 };
 
-inline TiledWeights make_tiled_weights(DType dt, int64_t rows, int64_t cols, Rng& rng) {
+// What model/deepseek/weights.cc gives a tiled FP8 / BF16 projection: kTiledPairs for the
+// bf16-dot arithmetic where the column count is even, else kTiled.
+inline WeightLayout model_layout(int64_t cols) {
+  return cpu::cpu_has_bf16_dot() && cols % 2 == 0 ? WeightLayout::kTiledPairs
+                                                  : WeightLayout::kTiled;
+}
+
+// `layout`: kTiled, or kTiledPairs (only where the CPU has AVX512-BF16: no other arithmetic reads
+// it).
+inline TiledWeights make_tiled_weights(DType dt, int64_t rows, int64_t cols, Rng& rng,
+                                       WeightLayout layout) {
   std::vector<uint8_t> data = checkpoint_like_weights(dt, rows, cols, rng);
   TiledWeights t;
   Matrix m{dt, rows, cols, data.data(), nullptr};
@@ -35,7 +46,7 @@ inline TiledWeights make_tiled_weights(DType dt, int64_t rows, int64_t cols, Rng
     row_major_scales.assign(static_cast<size_t>(m.n_scale_rows() * m.n_scale_cols()), 1e-3f);
     m.scales = row_major_scales.data();
   }
-  const OwnedMatrix owned = tile_matrix(m);
+  const OwnedMatrix owned = tile_matrix(m, layout);
   t.m = owned.view();
   t.scales = owned.scales;  // the view's scales die with `owned`
   t.m.scales = dt == DType::kF8E4M3 ? t.scales.data() : nullptr;
@@ -44,6 +55,9 @@ inline TiledWeights make_tiled_weights(DType dt, int64_t rows, int64_t cols, Rng
   t.m.data = t.buf.data();
   if (cpu::cpu_has_bf16_dot()) t.m.arith = MatmulArith::kBf16Dot;
   return t;
+}
+inline TiledWeights make_tiled_weights(DType dt, int64_t rows, int64_t cols, Rng& rng) {
+  return make_tiled_weights(dt, rows, cols, rng, model_layout(cols));
 }
 
 }  // namespace dss::bench

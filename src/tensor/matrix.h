@@ -18,7 +18,14 @@ inline constexpr int64_t kFp8BlockSize = 128;  // weight_block_size [128, 128]
 //              over lanes) and a tile is one sequential stream (tensor/tiled_layout.h repacks at
 //              load). Tile t starts at element t * 32 * n_cols, as row 32t does in row-major
 //              order; 32 rows are inside one 128-row FP8 scale block.
-enum class WeightLayout : uint8_t { kRowMajor, kTiled };
+//   kTiledPairs  (FP8 | BF16 with an even n_cols, for MatmulArith::kBf16Dot only) kTiled's tiles,
+//              each stored as n_cols / 2 column pairs of 64 elements, the pair's two columns
+//              interleaved per row: element (r, c) at
+//              (r / 32) * 32 * n_cols + (c / 2) * 64 + 2 * (r % 32) + c % 2. A pair is thus in
+//              the order vdpbf16ps reads (rows in lanes, the two columns in a lane's two words),
+//              so the bf16-dot kernels skip the interleave per pair
+//              (kernels/cpu/matmul_bf16-inl.h). Tiles and pairs start where they do in kTiled.
+enum class WeightLayout : uint8_t { kRowMajor, kTiled, kTiledPairs };
 inline constexpr int64_t kTileRows = 32;
 
 // The arithmetic the CPU kernels use for a matrix (kernels/cpu/matmul.h states both exactly).
@@ -55,7 +62,9 @@ struct Matrix {
   // Index of element (r, c) in `data` (elements, not bytes).
   int64_t element_index(int64_t r, int64_t c) const {
     if (layout == WeightLayout::kRowMajor) return r * n_cols + c;
-    return (r / kTileRows) * kTileRows * n_cols + c * kTileRows + r % kTileRows;
+    const int64_t tile = (r / kTileRows) * kTileRows * n_cols;
+    if (layout == WeightLayout::kTiled) return tile + c * kTileRows + r % kTileRows;
+    return tile + (c / 2) * 2 * kTileRows + 2 * (r % kTileRows) + c % 2;
   }
   // Rows as stored: n_rows, or rounded up to whole tiles.
   int64_t stored_rows() const {

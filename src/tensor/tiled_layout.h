@@ -1,7 +1,8 @@
-// Repacking weights into the tiled layout (tensor/matrix.h WeightLayout::kTiled) at load, for
-// the CPU kernels: a tile of 32 rows is one contiguous stream, column by column, so the kernels
-// hold rows in vector lanes (no horizontal sums, an outer-product GEMM) and a GEMV reads one
-// sequential run per tile instead of 32 runs a row apart.
+// Repacking weights into the tiled layouts (tensor/matrix.h WeightLayout::kTiled, kTiledPairs) at
+// load, for the CPU kernels: a tile of 32 rows is one contiguous stream, column by column (kTiled)
+// or column pair by column pair (kTiledPairs, for the bf16-dot kernels), so the kernels hold rows
+// in vector lanes (no horizontal sums, an outer-product GEMM) and a GEMV reads one sequential run
+// per tile instead of 32 runs a row apart.
 #pragma once
 
 #include "tensor/matrix.h"
@@ -9,12 +10,20 @@
 
 namespace dss {
 
-// Whether m can be tiled: row-major, non-empty, F8E4M3 | BF16 | I8 (the dtypes the kernels read
-// tiled).
-bool can_tile(const Matrix& m);
+// Whether m can be repacked into layout `to` (kTiled | kTiledPairs): m row-major and non-empty;
+// kTiled: F8E4M3 | BF16 | I8 (the dtypes the kernels read tiled); kTiledPairs: F8E4M3 | BF16
+// (what the bf16-dot kernels read) with an even n_cols.
+bool can_tile(const Matrix& m, WeightLayout to = WeightLayout::kTiled);
 
-// m's elements in the tiled layout (padding rows zero), the same dtype and scales (copied):
-// view().at(r, c) == m.at(r, c) for every element. Precondition: can_tile(m).
-OwnedMatrix tile_matrix(const Matrix& m);
+// m's elements in layout `to` (padding rows zero), the same dtype and scales (copied):
+// view().at(r, c) == m.at(r, c) for every element. Precondition: can_tile(m, to).
+OwnedMatrix tile_matrix(const Matrix& m, WeightLayout to = WeightLayout::kTiled);
+
+// Whether an owned kTiled matrix can become kTiledPairs in place (F8E4M3 | BF16, even n_cols).
+bool can_pair_tiles(const OwnedMatrix& o);
+
+// Permutes o's data from kTiled to kTiledPairs in place (one tile of scratch memory), so that
+// view().at(r, c) is unchanged for every element. Precondition: can_pair_tiles(o).
+void pair_tiles_in_place(OwnedMatrix& o);
 
 }  // namespace dss

@@ -51,6 +51,10 @@ TEST(MatmulParallel, EqualsOneCallForAnyTokenCount) {
       if (cpu_has_bf16_dot()) {
         t.arith = MatmulArith::kBf16Dot;
         expect_parallel_equals_single(t, pool, rng, "bf16-dot");
+        OwnedMatrix paired = tile_matrix(w.m, WeightLayout::kTiledPairs);
+        Matrix p = paired.view();
+        p.arith = MatmulArith::kBf16Dot;
+        expect_parallel_equals_single(p, pool, rng, "bf16-dot pairs");
       }
       if (dt == DType::kF8E4M3) expect_parallel_equals_single(w.m, pool, rng, "row-major FP8");
     }

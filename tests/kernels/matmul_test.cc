@@ -325,6 +325,8 @@ void TestMatmulTiledFp8FoldBoundaries() {
 // result bit-identical to the scalar emulation of its canonical arithmetic (emulate_bf16_dot)
 // on the GEMV and GEMM paths, whatever the batch and row split, including tokens whose magnitudes
 // fall on either side of the FP8 fold's range; and within bf16 accuracy of the float64 reference.
+// The pair-interleaved layout (WeightLayout::kTiledPairs, even column counts) holds the same
+// elements and gives the same bits as kTiled, on every path and split.
 void TestMatmulTiledBf16Dot() {
   if (!kTargetHasBf16Dot || !__builtin_cpu_supports("avx512bf16")) {
     fprintf(stderr, "TestMatmulTiledBf16Dot: skipped on %s (no AVX512-BF16)\n",
@@ -332,8 +334,8 @@ void TestMatmulTiledBf16Dot() {
     return;
   }
   Rng rng(4242);
-  const int64_t shapes[][2] = {{1, 1},      {8, 16}, {37, 2100}, {300, 256},
-                               {130, 1040}, {5, 47}, {64, 133}};
+  const int64_t shapes[][2] = {{1, 1},  {8, 16},   {37, 2100}, {300, 256}, {130, 1040},
+                               {5, 47}, {64, 133}, {3, 2},     {70, 62}};
   for (DType dt : {DType::kF8E4M3, DType::kBF16}) {
     for (const auto& s : shapes) {
       const int64_t rows = s[0], cols = s[1];
@@ -386,6 +388,25 @@ void TestMatmulTiledBf16Dot() {
       EXPECT_GT(worst, 0.0) << "bf16 rounding should show";
       // BF16: GEMV up to 16 tokens
       ExpectSameForAnyBatchAndRowSplit(t, x, n_tok, all, {1, 2, 3, 4, 5, 7, 16, 17}, true);
+      ASSERT_EQ(can_tile(w.m, WeightLayout::kTiledPairs), cols % 2 == 0);
+      if (cols % 2 != 0) continue;
+      OwnedMatrix paired = tile_matrix(w.m, WeightLayout::kTiledPairs);
+      Matrix pm = paired.view();
+      ASSERT_EQ(pm.layout, WeightLayout::kTiledPairs);
+      pm.arith = MatmulArith::kBf16Dot;
+      for (int64_t r = 0; r < rows; ++r) {
+        for (int64_t c = 0; c < cols; ++c) ASSERT_EQ(pm.at(r, c), w.m.at(r, c)) << r << "," << c;
+      }
+      // In place from kTiled: the same bytes as tiling straight to pairs.
+      pair_tiles_in_place(tiled);
+      ASSERT_EQ(tiled.data, paired.data);
+      std::vector<float> pa(all.size(), -1.0f);
+      MatmulRows(pm, x.data(), n_tok, pa.data(), 0, rows);
+      for (size_t i = 0; i < all.size(); ++i) {
+        ASSERT_EQ(pa[i], all[i]) << "pairs " << dtype_name(dt) << " " << rows << "x" << cols
+                                 << " token " << i / rows << " row " << i % rows;
+      }
+      ExpectSameForAnyBatchAndRowSplit(pm, x, n_tok, all, {1, 2, 3, 4, 5, 7, 16, 17}, true);
     }
   }
 }

@@ -208,6 +208,8 @@ TEST(MatmulDtype, LoadChoosesAndRefusesClearly) {
   EXPECT_EQ(w.layers[0].mla.q_b.arith, want);
   EXPECT_EQ(w.layers[1].moe.experts[0].down.arith, want);
   EXPECT_EQ(w.layers[1].moe.router.arith, MatmulArith::kF32);
+  EXPECT_EQ(w.layers[1].moe.router.layout, WeightLayout::kTiled);
+  EXPECT_EQ(w.layers[0].mla.q_b.layout, has ? WeightLayout::kTiledPairs : WeightLayout::kTiled);
   EXPECT_EQ(w.layers[1].mla.w_uk_t.dtype, DType::kF32);
   EXPECT_EQ(w.layers[1].mla.w_uk_t.arith, MatmulArith::kF32);
   {
@@ -217,7 +219,7 @@ TEST(MatmulDtype, LoadChoosesAndRefusesClearly) {
     ASSERT_TRUE(b.is_ok()) << b.message();
     const Matrix& uk = (*b)->weights().layers[1].mla.w_uk_t;
     EXPECT_EQ(uk.dtype, DType::kBF16);
-    EXPECT_EQ(uk.layout, WeightLayout::kTiled);
+    EXPECT_EQ(uk.layout, has ? WeightLayout::kTiledPairs : WeightLayout::kTiled);
     EXPECT_EQ(uk.arith, want);
   }
   auto f = load("f32", "tiled", "none");

@@ -4,7 +4,8 @@
 // their own scale blocks (F32 values), and converted at load to BF16 (elements moved) and INT8
 // (per-row scales cannot follow a transpose: F32 values). And the arena: every converted or
 // tiled matrix lives in ModelWeights::arena after load with the values it had, the data in use
-// order back to back (an expert's gate, up, down; q_a then kv_a), every scale block after them.
+// order back to back (an expert's gate, up, down; q_a then kv_a), every scale block after them;
+// with bf16_dot, the bf16-dot matrices re-laid out as kTiledPairs (the router and indexer not).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -20,14 +21,14 @@ namespace dss {
 namespace {
 
 void expect_uk_transposed(const std::string& name, const QuantPolicy* convert, bool tile,
-                          DType want_dtype) {
-  SCOPED_TRACE(name + (tile ? " tiled" : " row-major"));
+                          DType want_dtype, bool bf16_dot = false) {
+  SCOPED_TRACE(name + (tile ? " tiled" : " row-major") + (bf16_dot ? " bf16-dot" : ""));
   const std::string dir = std::string(DSS_TEST_DATA) + "/golden/" + name;
   auto cfg = ModelConfig::load(dir);
   ASSERT_TRUE(cfg.is_ok()) << cfg.status().message();
   auto ck = Checkpoint::open(dir);
   ASSERT_TRUE(ck.is_ok()) << ck.status().message();
-  auto w = load_weights(*ck, *cfg, convert, tile);
+  auto w = load_weights(*ck, *cfg, convert, tile, nullptr, bf16_dot);
   ASSERT_TRUE(w.is_ok()) << w.status().message();
   const int64_t H = cfg->n_heads, R = cfg->kv_lora_rank, dn = cfg->d_nope;
   const int64_t d_kv = cfg->d_nope + cfg->d_v;
@@ -37,8 +38,13 @@ void expect_uk_transposed(const std::string& name, const QuantPolicy* convert, b
     ASSERT_EQ(uk.n_rows, H * R);
     ASSERT_EQ(uk.n_cols, dn);
     // Tiled like the other weights; F32 has no tiled kernel layout (tensor/tiled_layout.h).
+    // bf16-dot: FP8 / BF16 pair-tiled (d_nope is even).
     const bool tiled = tile && want_dtype != DType::kF32;
-    EXPECT_EQ(uk.layout, tiled ? WeightLayout::kTiled : WeightLayout::kRowMajor);
+    const WeightLayout want = !tiled     ? WeightLayout::kRowMajor
+                              : bf16_dot ? WeightLayout::kTiledPairs
+                                         : WeightLayout::kTiled;
+    EXPECT_EQ(uk.layout, want);
+    EXPECT_EQ(uk.arith, tiled && bf16_dot ? MatmulArith::kBf16Dot : MatmulArith::kF32);
     for (int64_t h = 0; h < H; ++h) {
       for (int64_t c = 0; c < R; ++c) {
         for (int64_t j = 0; j < dn; ++j)
@@ -56,9 +62,12 @@ TEST(Weights, UkTransposedHoldsKvBValues) {
     expect_uk_transposed("tiny-v32", nullptr, tile, DType::kF8E4M3);
     expect_uk_transposed("tiny-v3", nullptr, tile, DType::kF32);
   }
+  expect_uk_transposed("tiny-v32", nullptr, true, DType::kF8E4M3, true);
+  expect_uk_transposed("tiny-v3", nullptr, true, DType::kF32, true);
   QuantPolicy bf16;
   bf16.to = DType::kBF16;
   expect_uk_transposed("tiny-v3", &bf16, true, DType::kBF16);
+  expect_uk_transposed("tiny-v3", &bf16, true, DType::kBF16, true);
   QuantPolicy int8;
   int8.to = DType::kI8;
   expect_uk_transposed("tiny-v3", &int8, false, DType::kF32);
@@ -71,18 +80,41 @@ std::vector<Matrix*> matrices(ModelWeights& w) {
 }
 
 // Loads `name` twice, row-major on the mapping (`convert` applied: those copies are owned too)
-// and tiled, and checks the second's views: every tiled or converted one inside the arena (data
-// and scales), nothing left in `owned`, every element equal to the first's.
-void expect_arena_holds_weights(const std::string& name, const QuantPolicy* convert) {
-  SCOPED_TRACE(name + (convert ? " converted" : ""));
+// and tiled (`bf16_dot`: for MatmulArith::kBf16Dot), and checks the second's views: every tiled
+// or converted one inside the arena (data and scales), nothing left in `owned`, every element
+// equal to the first's; with bf16_dot, every FP8 / BF16 tiled matrix but the router and the
+// indexer's kBf16Dot and pair-tiled (the ds checkpoints' column counts are all even).
+void expect_arena_holds_weights(const std::string& name, const QuantPolicy* convert,
+                                bool bf16_dot = false) {
+  SCOPED_TRACE(name + (convert ? " converted" : "") + (bf16_dot ? " bf16-dot" : ""));
   const std::string dir = std::string(DSS_TEST_DATA) + "/golden/" + name;
   auto cfg = ModelConfig::load(dir);
   ASSERT_TRUE(cfg.is_ok()) << cfg.status().message();
   auto ck = Checkpoint::open(dir);
   ASSERT_TRUE(ck.is_ok()) << ck.status().message();
   auto ref = load_weights(*ck, *cfg, convert, false);
-  auto w = load_weights(*ck, *cfg, convert, true);
+  auto w = load_weights(*ck, *cfg, convert, true, nullptr, bf16_dot);
   ASSERT_TRUE(ref.is_ok() && w.is_ok());
+  // Views that stay f32 arithmetic: the router and the V3.2 indexer (and the row-major embedding).
+  std::vector<const Matrix*> f32_views = {&w->embed};
+  int64_t n_paired = 0;
+  for (const LayerWeights& L : w->layers) {
+    if (L.is_moe) f32_views.push_back(&L.moe.router);
+    if (L.mla.has_indexer) {
+      for (const Matrix* m : {&L.mla.indexer.wk, &L.mla.indexer.wq_b, &L.mla.indexer.weights_proj})
+        f32_views.push_back(m);
+    }
+  }
+  for (Matrix* m : matrices(*w)) {
+    const bool f32 = std::find(f32_views.begin(), f32_views.end(), m) != f32_views.end();
+    const bool pairable = m->layout != WeightLayout::kRowMajor &&
+                          (m->dtype == DType::kF8E4M3 || m->dtype == DType::kBF16);
+    const bool want_pairs = bf16_dot && !f32 && pairable;
+    EXPECT_EQ(m->layout == WeightLayout::kTiledPairs, want_pairs) << dtype_name(m->dtype);
+    EXPECT_EQ(m->arith == MatmulArith::kBf16Dot, want_pairs) << dtype_name(m->dtype);
+    n_paired += want_pairs ? 1 : 0;
+  }
+  EXPECT_EQ(n_paired > 0, bf16_dot);
   EXPECT_TRUE(w->owned.empty());
   const uint8_t* lo = w->arena.data();
   const uint8_t* hi = lo + w->arena.size();
@@ -115,7 +147,7 @@ void expect_arena_holds_weights(const std::string& name, const QuantPolicy* conv
     const Matrix& x = *a[i];
     const Matrix& y = *b[i];
     if (y.empty()) continue;
-    const bool owned = y.layout == WeightLayout::kTiled || x.data != y.data;
+    const bool owned = y.layout != WeightLayout::kRowMajor || x.data != y.data;
     if (owned) {
       ++n_in_arena;
       EXPECT_TRUE(inside(y.data, static_cast<size_t>(y.data_bytes()))) << i;
@@ -146,9 +178,12 @@ void expect_arena_holds_weights(const std::string& name, const QuantPolicy* conv
 TEST(Weights, TiledAndConvertedCopiesLiveInTheArena) {
   expect_arena_holds_weights("tiny-v3", nullptr);
   expect_arena_holds_weights("tiny-v32", nullptr);
+  expect_arena_holds_weights("tiny-v3", nullptr, true);
+  expect_arena_holds_weights("tiny-v32", nullptr, true);
   QuantPolicy bf16;
   bf16.to = DType::kBF16;
   expect_arena_holds_weights("tiny-v3", &bf16);
+  expect_arena_holds_weights("tiny-v3", &bf16, true);
   QuantPolicy int8;
   int8.to = DType::kI8;
   expect_arena_holds_weights("tiny-v3", &int8);

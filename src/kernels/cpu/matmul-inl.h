@@ -863,11 +863,15 @@ template <typename T>
 HWY_INLINE void MatmulRowsAs(const Matrix& w, const float* scales, int64_t block, const float* x,
                              int64_t n_tok, float* y, int64_t r_begin, int64_t r_end) {
   const auto* data = static_cast<const T*>(w.data);
-  if (w.layout == WeightLayout::kTiled) {
+  if (w.layout != WeightLayout::kRowMajor) {
     const TiledView<T> v{data, scales, w.n_cols, w.n_rows};
+    const bool paired = w.layout == WeightLayout::kTiledPairs;
+    DSS_CHECK(!paired || (w.arith == MatmulArith::kBf16Dot && w.n_cols % 2 == 0),
+              "matmul: the kTiledPairs layout is read by bf16-dot only, with an even n_cols");
     if (w.arith == MatmulArith::kBf16Dot) {
       if constexpr (kTargetHasBf16Dot && !std::is_same_v<T, int8_t>) {
-        return Bf16TiledRows(v, x, n_tok, y, r_begin, r_end);
+        return paired ? Bf16TiledRows<true>(v, x, n_tok, y, r_begin, r_end)
+                      : Bf16TiledRows<false>(v, x, n_tok, y, r_begin, r_end);
       }
       DSS_CHECK(false, "matmul: bf16-dot ", dtype_name(w.dtype), " weights on target ",
                 hwy::TargetName(HWY_TARGET), " (needs tiled FP8 / BF16 on AVX3 + AVX512-BF16)");

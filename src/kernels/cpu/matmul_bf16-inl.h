@@ -36,12 +36,18 @@ namespace hn = hwy::HWY_NAMESPACE;
 // multiplied with torch's bf16 GEMM); the kernel test checks this arithmetic against a scalar
 // emulation bit for bit and against the float64 reference within bf16 accuracy.
 //
-// Layout: a tile column pair (c, c + 1) becomes two vectors of 16 f32-lane pairs, the words of
-// columns c and c + 1 interleaved per 128-bit block (InterleaveLower / Upper): vector v, lane l
-// holds row 8 * (l / 4) + 4 * v + l % 4 (Bf16Slot).
+// Layout: a tile column pair (c, c + 1) becomes two vectors of 16 f32-lane pairs (high word:
+// column c + 1, low word: column c).
+//   kTiled: the words of columns c and c + 1 interleaved per 128-bit block (InterleaveLower /
+//     Upper): vector v, lane l holds row 8 * (l / 4) + 4 * v + l % 4 (Bf16Slot).
+//   kTiledPairs (kPaired): the pair is stored interleaved, so vector v is its 32 elements from
+//     32 v on, decoded in place: lane l holds row 16 v + l (RowSlot), no interleave.
+// Both give every (row, token) the same products in the same order, so the two layouts' results
+// are bit-identical.
 static_assert(kTiledLanes == 16 && kTiledVecs == 2, "the bf16-dot path is written for AVX-512");
 
 constexpr int64_t Bf16Slot(int64_t r) { return (r % 8 / 4) * 16 + 4 * (r / 8) + r % 4; }
+constexpr int64_t RowSlot(int64_t r) { return r; }
 
 using DU16x32 = hn::ScalableTag<uint16_t>;
 using DU32x16 = hn::ScalableTag<uint32_t>;
@@ -69,29 +75,47 @@ HWY_INLINE hn::Vec<DU16x32> Bf16Column(const uint8_t* HWY_RESTRICT p) {
   return hn::BitCast(DU16x32(), w);
 }
 
-// The pair vectors of tile columns c (at p) and c + 1 (at p + kTileRows); `second` false: the
-// ragged last column, paired with zero.
-template <bool kFolded, typename T>
+// The pair vectors of tile columns c and c + 1, which start at p; kTiled: column c + 1 at
+// p + kTileRows, `second` false: the ragged last column, paired with zero; kTiledPairs (kPaired):
+// the pair's 64 interleaved elements (`second` is always true: n_cols is even).
+template <bool kFolded, bool kPaired, typename T>
 HWY_INLINE void Bf16PairColumns(const T* HWY_RESTRICT p, bool second, VPairs& v0, VPairs& v1) {
   const DU16x32 d16;
+  if constexpr (kPaired) {
+    (void)second;
+    v0 = hn::BitCast(DU32x16(), Bf16Column<kFolded>(p));
+    v1 = hn::BitCast(DU32x16(), Bf16Column<kFolded>(p + kTileRows));
+    return;
+  }
   const auto a = Bf16Column<kFolded>(p);
   const auto b = second ? Bf16Column<kFolded>(p + kTileRows) : hn::Zero(d16);
   v0 = hn::BitCast(DU32x16(), hn::InterleaveLower(d16, a, b));
   v1 = hn::BitCast(DU32x16(), hn::InterleaveUpper(d16, a, b));
 }
 
-// y[t, r] for the rows of tile ti inside [r_begin, r_end), as StoreTileRows<Bf16Slot>: a whole
-// tile's 32 sums per token are two vectors in Bf16Slot order, put in row order by two two-source
-// permutes (rows 0-15: 128-bit blocks v0.0, v1.0, v0.1, v1.1; rows 16-31: v0.2, v1.2, v0.3, v1.3)
-// instead of 32 scalar moves (those were 12% of a 512-token GEMM's samples).
+// y[t, r] for the rows of tile ti inside [r_begin, r_end), as StoreTileRows<Bf16Slot> (kPaired:
+// <RowSlot>): a whole tile's 32 sums per token are two vectors in Bf16Slot order, put in row
+// order by two two-source permutes (rows 0-15: 128-bit blocks v0.0, v1.0, v0.1, v1.1; rows 16-31:
+// v0.2, v1.2, v0.3, v1.3) instead of 32 scalar moves (those were 12% of a 512-token GEMM's
+// samples); kPaired's vectors are in row order already.
+template <bool kPaired>
 HWY_INLINE void StoreBf16TileRows(const float* HWY_RESTRICT accb, int64_t n_tok, int64_t ti,
                                   int64_t r_begin, int64_t r_end, int64_t n_rows,
                                   float* HWY_RESTRICT y) {
   const int64_t r0 = ti * kTileRows;
   if (r0 < r_begin || r0 + kTileRows > std::min(r_end, n_rows)) {
-    return StoreTileRows<Bf16Slot>(accb, n_tok, ti, r_begin, r_end, n_rows, y);
+    return StoreTileRows < kPaired ? RowSlot
+                                   : Bf16Slot > (accb, n_tok, ti, r_begin, r_end, n_rows, y);
   }
   const hn::ScalableTag<float> df;
+  if constexpr (kPaired) {
+    for (int64_t j = 0; j < n_tok; ++j) {
+      float* out = y + j * n_rows + r0;
+      hn::StoreU(hn::Load(df, accb + j * kTileRows), df, out);
+      hn::StoreU(hn::Load(df, accb + j * kTileRows + 16), df, out + 16);
+    }
+    return;
+  }
   const __m512i lo_idx = _mm512_setr_epi32(0, 1, 2, 3, 16, 17, 18, 19, 4, 5, 6, 7, 20, 21, 22, 23);
   const __m512i hi_idx =
       _mm512_setr_epi32(8, 9, 10, 11, 24, 25, 26, 27, 12, 13, 14, 15, 28, 29, 30, 31);
@@ -149,7 +173,7 @@ HWY_INLINE void DotPairColumn(VPairs w0, VPairs w1, const uint32_t* const* xp, i
 // GEMV block: kNT tiles' columns [c0, c0 + nc) (tile t at wt + t * tile_stride) x kG tokens' xs
 // pairs (tile t, token j at xp[t * kG + j], pair index relative to c0), block sums stored to /
 // added into accb + t * accb_stride (token j's 32 sums at + j * kTileRows, Bf16Slot order).
-template <int kG, int kNT, bool kFolded, typename T>
+template <int kG, int kNT, bool kFolded, bool kPaired, typename T>
 HWY_INLINE void Bf16GemvBlock(const T* HWY_RESTRICT wt, int64_t tile_stride, int64_t c0, int64_t nc,
                               const uint32_t* const* xp, bool first, int64_t prefetch_bytes,
                               float* HWY_RESTRICT accb, int64_t accb_stride) {
@@ -169,7 +193,7 @@ HWY_INLINE void Bf16GemvBlock(const T* HWY_RESTRICT wt, int64_t tile_stride, int
                                        tile_stride * kS));
       }
       VPairs w0, w1;
-      Bf16PairColumns<kFolded>(wc, second, w0, w1);
+      Bf16PairColumns<kFolded, kPaired>(wc, second, w0, w1);
       DotPairColumn<kG>(w0, w1, xp + t * kG, p, acc[t]);
     }
   };
@@ -178,7 +202,7 @@ HWY_INLINE void Bf16GemvBlock(const T* HWY_RESTRICT wt, int64_t tile_stride, int
   for (int t = 0; t < kNT; ++t) StoreOrAdd<kG>(df, acc[t], first, accb + t * accb_stride);
 }
 
-template <typename T, bool kFolded>
+template <typename T, bool kFolded, bool kPaired>
 struct Bf16GemvFn {
   template <int kG>
   struct F {  // nt tiles: GemvTiles(kG) at a time, then one by one
@@ -189,14 +213,15 @@ struct Bf16GemvFn {
       int t = 0;
       if constexpr (kNT > 1) {
         for (; t + kNT <= nt; t += kNT) {
-          Bf16GemvBlock<kG, kNT, kFolded>(wt + t * tile_stride, tile_stride, c0, nc, xp + t * kG,
-                                          first, prefetch_bytes, accb + t * accb_stride,
-                                          accb_stride);
+          Bf16GemvBlock<kG, kNT, kFolded, kPaired>(wt + t * tile_stride, tile_stride, c0, nc,
+                                                   xp + t * kG, first, prefetch_bytes,
+                                                   accb + t * accb_stride, accb_stride);
         }
       }
       for (; t < nt; ++t) {
-        Bf16GemvBlock<kG, 1, kFolded>(wt + t * tile_stride, tile_stride, c0, nc, xp + t * kG, first,
-                                      prefetch_bytes, accb + t * accb_stride, accb_stride);
+        Bf16GemvBlock<kG, 1, kFolded, kPaired>(wt + t * tile_stride, tile_stride, c0, nc,
+                                               xp + t * kG, first, prefetch_bytes,
+                                               accb + t * accb_stride, accb_stride);
       }
     }
   };
@@ -214,7 +239,7 @@ inline constexpr int64_t kBf16GemmMinTokens =
 
 // GEMV: rows [r_begin, r_end) of the nt (<= kMaxGemvTiles) tiles from ti for n_tok
 // (< kBf16GemmMinTokens<T>) tokens (FP8: their |x| ranges for the fold, as the f32 path).
-template <typename T>
+template <bool kPaired, typename T>
 HWY_INLINE void Bf16GemvTiles(const TiledView<T>& m, int64_t ti, int nt,
                               const float* HWY_RESTRICT x, int64_t n_tok, const AbsRange* ranges,
                               float* HWY_RESTRICT y, int64_t r_begin, int64_t r_end) {
@@ -253,18 +278,19 @@ HWY_INLINE void Bf16GemvTiles(const TiledView<T>& m, int64_t ti, int nt,
       const auto* xpc = static_cast<const uint32_t* const*>(xp);
       float* acc = accb + j0 * kTileRows;
       if (folded) {
-        WithGroup<Bf16GemvFn<T, true>::template F>(static_cast<int>(g), nt, wt, tile_stride, c0, nc,
-                                                   xpc, c0 == 0, prefetch_bytes, acc, kAccStride);
+        WithGroup<Bf16GemvFn<T, true, kPaired>::template F>(static_cast<int>(g), nt, wt,
+                                                            tile_stride, c0, nc, xpc, c0 == 0,
+                                                            prefetch_bytes, acc, kAccStride);
       } else {
-        WithGroup<Bf16GemvFn<T, false>::template F>(static_cast<int>(g), nt, wt, tile_stride, c0,
-                                                    nc, xpc, c0 == 0, prefetch_bytes, acc,
-                                                    kAccStride);
+        WithGroup<Bf16GemvFn<T, false, kPaired>::template F>(static_cast<int>(g), nt, wt,
+                                                             tile_stride, c0, nc, xpc, c0 == 0,
+                                                             prefetch_bytes, acc, kAccStride);
       }
       prefetch_bytes += kTiledCols * kTileRows * static_cast<int64_t>(sizeof(T));
     }
   }
   for (int t = 0; t < nt; ++t) {
-    StoreBf16TileRows(accb + t * kAccStride, n_tok, ti + t, r_begin, r_end, m.n_rows, y);
+    StoreBf16TileRows<kPaired>(accb + t * kAccStride, n_tok, ti + t, r_begin, r_end, m.n_rows, y);
   }
 }
 
@@ -327,7 +353,7 @@ struct Bf16GemmMicroFn {
 // one alone) their pair vectors are decoded once (16 KiB) and multiplied by micro-kernels of up to
 // kTiledGroup tokens while the next tiles' (or the next block's) weights are prefetched.
 inline constexpr int kTilesPerScaleBlock = static_cast<int>(kFp8BlockSize / kTileRows);
-template <typename T>
+template <bool kPaired, typename T>
 HWY_INLINE void Bf16GemmTiles(const TiledView<T>& m, int64_t ti, int nt,
                               const float* HWY_RESTRICT x, int64_t n_tok, float* HWY_RESTRICT y,
                               int64_t r_begin, int64_t r_end) {
@@ -352,7 +378,7 @@ HWY_INLINE void Bf16GemmTiles(const TiledView<T>& m, int64_t ti, int nt,
           const T* wt = m.tile(ti + t + u);
           for (int64_t p = 0; p < n_pairs; ++p) {
             VPairs w0, w1;
-            Bf16PairColumns<false>(wt + (c0 + 2 * p) * kTileRows, 2 * p + 1 < nc, w0, w1);
+            Bf16PairColumns<false, kPaired>(wt + (c0 + 2 * p) * kTileRows, 2 * p + 1 < nc, w0, w1);
             hn::Store(w0, du, wp + p * k * 32 + u * 32);
             hn::Store(w1, du, wp + p * k * 32 + u * 32 + 16);
           }
@@ -386,21 +412,23 @@ HWY_INLINE void Bf16GemmTiles(const TiledView<T>& m, int64_t ti, int nt,
       }
     }
     for (int t = 0; t < nt; ++t) {
-      StoreBf16TileRows(accb + t * kAccStride, n_t, ti + t, r_begin, r_end, m.n_rows,
-                        y + t0 * m.n_rows);
+      StoreBf16TileRows<kPaired>(accb + t * kAccStride, n_t, ti + t, r_begin, r_end, m.n_rows,
+                                 y + t0 * m.n_rows);
     }
   }
 }
 
-// Rows [r_begin, r_end) of a tiled kBf16Dot matrix (as TiledRows).
-template <typename T>
+// Rows [r_begin, r_end) of a kBf16Dot matrix in layout kTiled, or kTiledPairs (kPaired; n_cols
+// even), as TiledRows.
+template <bool kPaired, typename T>
 void Bf16TiledRows(const TiledView<T>& m, const float* HWY_RESTRICT x, int64_t n_tok,
                    float* HWY_RESTRICT y, int64_t r_begin, int64_t r_end) {
   TiledRowsWith<kBf16GemmMinTokens<T>, kTilesPerScaleBlock>(
       m, x, n_tok, r_begin, r_end,
       [&](int64_t ti, int nt, const AbsRange* ranges)
-          HWY_ATTR { Bf16GemvTiles(m, ti, nt, x, n_tok, ranges, y, r_begin, r_end); },
-      [&](int64_t ti, int nt) HWY_ATTR { Bf16GemmTiles(m, ti, nt, x, n_tok, y, r_begin, r_end); });
+          HWY_ATTR { Bf16GemvTiles<kPaired>(m, ti, nt, x, n_tok, ranges, y, r_begin, r_end); },
+      [&](int64_t ti, int nt)
+          HWY_ATTR { Bf16GemmTiles<kPaired>(m, ti, nt, x, n_tok, y, r_begin, r_end); });
 }
 #endif  // HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
 

@@ -182,6 +182,51 @@ OwnedMatrix transpose_uk(const Matrix& kv_b, int64_t H, int64_t d_nope, int64_t 
   return t;
 }
 
+// MatmulArith::kBf16Dot for the linear layers that take it: the tiled FP8 / BF16 projections
+// (W_UK^T too where it is tiled FP8 / BF16, as DeepSeek's bf16 absorbed decode multiplies q_nope
+// by wkv_b in bf16; its f32 copy, for INT8 kv_b or FP8 heads that cannot keep their scale
+// blocks, stays f32), FFNs, experts and lm_head (not the router nor the indexer). Those with an
+// even column count are re-laid out as kTiledPairs in place (their owned tiled copies), which the
+// bf16-dot kernels read without an interleave per column pair. cold_stream_bench (one thread),
+// GB/s kTiled -> kTiledPairs: see docs/bench.md "Pair-interleaved tiles".
+void use_bf16_dot(ModelWeights& w) {
+  std::map<const void*, OwnedMatrix*> by_data;
+  for (OwnedMatrix& o : w.owned) by_data[o.data.data()] = &o;
+  auto mark = [&](Matrix& m) {
+    if (m.layout == WeightLayout::kRowMajor ||
+        (m.dtype != DType::kF8E4M3 && m.dtype != DType::kBF16))
+      return;
+    m.arith = MatmulArith::kBf16Dot;
+    const auto it = by_data.find(m.data);
+    DSS_CHECK(it != by_data.end(), "use_bf16_dot: a tiled matrix that is not an owned copy");
+    OwnedMatrix& o = *it->second;
+    if (o.layout == WeightLayout::kTiled && can_pair_tiles(o)) pair_tiles_in_place(o);
+    m.layout = o.layout;  // a second view of the same copy (none today) follows the first
+  };
+  auto mark_ffn = [&](FfnWeights& f) {
+    mark(f.gate);
+    mark(f.up);
+    mark(f.down);
+  };
+  mark(w.lm_head);
+  for (LayerWeights& L : w.layers) {
+    for (Matrix* m : {&L.mla.q_a, &L.mla.q_b, &L.mla.kv_a, &L.mla.kv_b, &L.mla.w_uk_t, &L.mla.o})
+      mark(*m);
+    if (L.is_moe) {
+      for (FfnWeights& e : L.moe.experts) mark_ffn(e);
+      if (L.moe.has_shared) mark_ffn(L.moe.shared);
+    } else {
+      mark_ffn(L.dense);
+    }
+  }
+  // No other view may read a paired copy: only the bf16-dot kernels read kTiledPairs.
+  for_each_matrix(w, [&](Matrix& m) {
+    const auto it = by_data.find(m.data);
+    DSS_CHECK(it == by_data.end() || it->second->layout == m.layout,
+              "use_bf16_dot: a view of a re-laid-out copy kept its old layout");
+  });
+}
+
 // Moves every owned matrix a view reads into one huge-page buffer (ModelWeights::arena), re-points
 // the views, frees each owned buffer as soon as it is copied (peak memory: the weights plus one
 // matrix) and drops the owned matrices no view reads.
@@ -246,7 +291,7 @@ void pack_into_arena(ModelWeights& w) {
 
 Result<ModelWeights> load_weights(const Checkpoint& ck, const ModelConfig& c,
                                   const QuantPolicy* convert, bool tile,
-                                  const QuantPolicy* lm_head_convert) {
+                                  const QuantPolicy* lm_head_convert, bool bf16_dot) {
   ModelWeights w;
   Loader ld(ck, convert, lm_head_convert, tile, w.owned);
   DSS_ASSIGN_OR_RETURN(w.embed,
@@ -325,6 +370,7 @@ Result<ModelWeights> load_weights(const Checkpoint& ck, const ModelConfig& c,
     w.layers.push_back(std::move(L));
   }
   w.bytes_by_dtype = ld.bytes();
+  if (bf16_dot) use_bf16_dot(w);
   pack_into_arena(w);
   return w;
 }

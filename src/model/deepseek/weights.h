@@ -126,9 +126,13 @@ void for_each_matrix(ModelWeights& w, Fn&& fn) {
 // With `tile`, every matrix the CPU kernels can read tiled (tensor/tiled_layout.h; not the
 // embedding) is then repacked into an owned tiled copy; otherwise the views stay on the mapping.
 // `lm_head_convert` (`--lm-head-dtype`), when set, converts lm_head (which `convert`'s default
-// policy keeps as stored) to its `to`.
+// policy keeps as stored) to its `to`. With `bf16_dot` (`--matmul-dtype bf16`; needs `tile` to
+// change anything), the tiled FP8 / BF16 projections, FFNs, experts and lm_head get
+// MatmulArith::kBf16Dot, and those with an even column count the kTiledPairs layout that
+// arithmetic reads fastest (tensor/matrix.h); the router and the indexer stay kF32 / kTiled.
 Result<ModelWeights> load_weights(const Checkpoint& ck, const ModelConfig& cfg,
                                   const QuantPolicy* convert = nullptr, bool tile = false,
-                                  const QuantPolicy* lm_head_convert = nullptr);
+                                  const QuantPolicy* lm_head_convert = nullptr,
+                                  bool bf16_dot = false);
 
 }  // namespace dss

@@ -24,32 +24,6 @@ struct ActQuantScope {
   ActQuantScope& operator=(const ActQuantScope&) = delete;
 };
 
-// MatmulArith::kBf16Dot for the linear layers that take it: the tiled FP8 / BF16 projections
-// (W_UK^T too where it is tiled FP8 / BF16, as DeepSeek's bf16 absorbed decode multiplies q_nope
-// by wkv_b in bf16; its f32 copy, for INT8 kv_b or FP8 heads that cannot keep their scale
-// blocks, stays f32), FFNs, experts and lm_head (not the router nor the indexer).
-void use_bf16_dot(ModelWeights& w) {
-  auto mark = [](Matrix& m) {
-    if (m.layout == WeightLayout::kTiled && (m.dtype == DType::kF8E4M3 || m.dtype == DType::kBF16))
-      m.arith = MatmulArith::kBf16Dot;
-  };
-  auto mark_ffn = [&](FfnWeights& f) {
-    mark(f.gate);
-    mark(f.up);
-    mark(f.down);
-  };
-  mark(w.lm_head);
-  for (LayerWeights& L : w.layers) {
-    for (Matrix* m : {&L.mla.q_a, &L.mla.q_b, &L.mla.kv_a, &L.mla.kv_b, &L.mla.w_uk_t, &L.mla.o})
-      mark(*m);
-    if (L.is_moe) {
-      for (FfnWeights& e : L.moe.experts) mark_ffn(e);
-      if (L.moe.has_shared) mark_ffn(L.moe.shared);
-    } else {
-      mark_ffn(L.dense);
-    }
-  }
-}
 }  // namespace
 
 Result<std::unique_ptr<Model>> Model::load(const LoadOptions& opts) {
@@ -86,8 +60,7 @@ Result<std::unique_ptr<Model>> Model::load(const LoadOptions& opts) {
   }
   DSS_ASSIGN_OR_RETURN(
       m->w_, load_weights(m->ck_, m->cfg_, opts.weight_dtype.empty() ? nullptr : &policy, tile,
-                          opts.lm_head_dtype.empty() ? nullptr : &lm_head_policy));
-  if (m->matmul_bf16_) use_bf16_dot(m->w_);
+                          opts.lm_head_dtype.empty() ? nullptr : &lm_head_policy, m->matmul_bf16_));
   const int32_t n_threads =
       opts.n_threads > 0 ? opts.n_threads
                          : static_cast<int32_t>(std::max(1u, std::thread::hardware_concurrency()));

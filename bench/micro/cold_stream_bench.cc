@@ -10,8 +10,9 @@
 // expert matrices one after another, each in its own buffer or back to back (the model's arena
 // order, model/deepseek/weights.cc).
 //   cold_stream_bench [--rounds N] [--tokens N]
-// FP8 weights tiled on huge pages as the model holds them, 1 token (--tokens: 1-16, the GEMV's
-// token counts: an expert at decode batch 16 sees ~2), the bf16-dot arithmetic where
+// FP8 weights tiled on huge pages as the model holds them, 1 token (--tokens: 1-16; FP8 runs the
+// GEMV below 5 tokens, the panel GEMM from 5; an expert at decode batch 16 sees ~2), the bf16-dot
+// arithmetic where
 // the CPU has AVX512-BF16 (as --matmul-dtype auto picks), else f32 (kTiled only).
 #include <algorithm>
 #include <cstdio>

@@ -27,8 +27,9 @@ struct TiledWeights {
   std::vector<float> scales;
 };
 
-// What model/deepseek/weights.cc gives a tiled FP8 / BF16 projection: kTiledPairs for the
-// bf16-dot arithmetic where the column count is even, else kTiled.
+// What model/deepseek/weights.cc (use_bf16_dot, tensor/tiled_layout.h can_pair_tiles) gives a
+// tiled FP8 / BF16 projection: kTiledPairs for the bf16-dot arithmetic where the column count is
+// even, else kTiled.
 inline WeightLayout model_layout(int64_t cols) {
   return cpu::cpu_has_bf16_dot() && cols % 2 == 0 ? WeightLayout::kTiledPairs
                                                   : WeightLayout::kTiled;

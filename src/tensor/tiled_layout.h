@@ -22,7 +22,7 @@ OwnedMatrix tile_matrix(const Matrix& m, WeightLayout to = WeightLayout::kTiled)
 // Whether an owned kTiled matrix can become kTiledPairs in place (F8E4M3 | BF16, even n_cols).
 bool can_pair_tiles(const OwnedMatrix& o);
 
-// Permutes o's data from kTiled to kTiledPairs in place (one tile of scratch memory), so that
+// Permutes o's data from kTiled to kTiledPairs in place (a column pair at a time), so that
 // view().at(r, c) is unchanged for every element. Precondition: can_pair_tiles(o).
 void pair_tiles_in_place(OwnedMatrix& o);
 

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <initializer_list>
 #include <vector>
 
@@ -397,9 +398,19 @@ void TestMatmulTiledBf16Dot() {
       for (int64_t r = 0; r < rows; ++r) {
         for (int64_t c = 0; c < cols; ++c) ASSERT_EQ(pm.at(r, c), w.m.at(r, c)) << r << "," << c;
       }
-      // In place from kTiled: the same bytes as tiling straight to pairs.
-      pair_tiles_in_place(tiled);
-      ASSERT_EQ(tiled.data, paired.data);
+      // The layout's contract (tensor/matrix.h), byte for byte: (r, c) at
+      // (r / 32) * 32 * cols + (c / 2) * 64 + 2 * (r % 32) + c % 2 elements.
+      const size_t es = dtype_size(dt);
+      for (int64_t r = 0; r < rows; ++r) {
+        for (int64_t c = 0; c < cols; ++c) {
+          const size_t at =
+              static_cast<size_t>((r / 32) * 32 * cols + (c / 2) * 64 + 2 * (r % 32) + c % 2) * es;
+          ASSERT_EQ(std::memcmp(paired.data.data() + at,
+                                w.data.data() + static_cast<size_t>(r * cols + c) * es, es),
+                    0)
+              << r << "," << c;
+        }
+      }
       std::vector<float> pa(all.size(), -1.0f);
       MatmulRows(pm, x.data(), n_tok, pa.data(), 0, rows);
       for (size_t i = 0; i < all.size(); ++i) {

@@ -380,7 +380,8 @@ inline constexpr int64_t kPrefetchBytes = 2048;  // ~ DRAM latency x per-core re
 template <typename TW>
 struct TiledView {
   using T = TW;
-  const T* HWY_RESTRICT w;           // tiles [ceil(n_rows / 32)][n_cols][32]
+  const T* HWY_RESTRICT w;           // tiles [ceil(n_rows / 32)][n_cols][32] (kTiledPairs:
+                                     // [n_cols / 2][32][2]; the bf16-dot path only)
   const float* HWY_RESTRICT scales;  // FP8: [ceil(n_rows/128), ceil(n_cols/128)]; else null
   int64_t n_cols, n_rows;
   const T* tile(int64_t t) const { return w + t * kTileRows * n_cols; }
@@ -697,7 +698,8 @@ HWY_INLINE void RunGemvGroup(bool same_f, int g, Args&&... args) {
 }
 
 // y[t, r] for the rows of tile `ti` inside [r_begin, r_end) (accb rows: token j's 32 sums at
-// accb + j * 32, row i of the tile in slot kSlot(i): TileSlot<T>, or Bf16Slot for bf16-dot).
+// accb + j * 32, row i of the tile in slot kSlot(i): TileSlot<T>; for bf16-dot Bf16Slot
+// (kTiled) or RowSlot (kTiledPairs).
 template <int64_t (*kSlot)(int64_t)>
 HWY_INLINE void StoreTileRows(const float* HWY_RESTRICT accb, int64_t n_tok, int64_t ti,
                               int64_t r_begin, int64_t r_end, int64_t n_rows,

@@ -103,9 +103,9 @@ HWY_INLINE void StoreBf16TileRows(const float* HWY_RESTRICT accb, int64_t n_tok,
                                   int64_t r_begin, int64_t r_end, int64_t n_rows,
                                   float* HWY_RESTRICT y) {
   const int64_t r0 = ti * kTileRows;
+  constexpr auto kSlot = kPaired ? RowSlot : Bf16Slot;
   if (r0 < r_begin || r0 + kTileRows > std::min(r_end, n_rows)) {
-    return StoreTileRows < kPaired ? RowSlot
-                                   : Bf16Slot > (accb, n_tok, ti, r_begin, r_end, n_rows, y);
+    return StoreTileRows<kSlot>(accb, n_tok, ti, r_begin, r_end, n_rows, y);
   }
   const hn::ScalableTag<float> df;
   if constexpr (kPaired) {
@@ -172,7 +172,8 @@ HWY_INLINE void DotPairColumn(VPairs w0, VPairs w1, const uint32_t* const* xp, i
 
 // GEMV block: kNT tiles' columns [c0, c0 + nc) (tile t at wt + t * tile_stride) x kG tokens' xs
 // pairs (tile t, token j at xp[t * kG + j], pair index relative to c0), block sums stored to /
-// added into accb + t * accb_stride (token j's 32 sums at + j * kTileRows, Bf16Slot order).
+// added into accb + t * accb_stride (token j's 32 sums at + j * kTileRows, in Bf16Slot order, or
+// RowSlot for kPaired).
 template <int kG, int kNT, bool kFolded, bool kPaired, typename T>
 HWY_INLINE void Bf16GemvBlock(const T* HWY_RESTRICT wt, int64_t tile_stride, int64_t c0, int64_t nc,
                               const uint32_t* const* xp, bool first, int64_t prefetch_bytes,
@@ -232,7 +233,10 @@ struct Bf16GemvFn {
 // interleaves per 64 weights) is cheap enough to redo per group of 6 up to 16 tokens
 // (matmul_bench 2 threads, 3 alternating rounds: BM_LmHead_BF16_Bf16Dot/16 192/275/222 ->
 // 242/336/256 GFLOP/s; FP8 in registers at 16 tokens was slower, BM_Gemv_FP8_Bf16Dot/16
-// 362-396 -> 324-346).
+// 362-396 -> 324-346). Measured on kTiled; kTiledPairs decodes cheaper in registers still, and
+// FP8's crossover held there (cold_stream_bench --tokens 4 / 5, one thread, kTiledPairs in cache:
+// 4 tokens in registers 23.9-24.5 GB/s, ~195 GFLOP/s; 5 through the panel 24.3, ~243). BF16's
+// was not re-measured.
 template <typename T>
 inline constexpr int64_t kBf16GemmMinTokens =
     std::is_same_v<T, uint16_t> ? 17 : kTiledGemmMinTokens<T>;

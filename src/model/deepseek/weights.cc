@@ -182,6 +182,13 @@ OwnedMatrix transpose_uk(const Matrix& kv_b, int64_t H, int64_t d_nope, int64_t 
   return t;
 }
 
+// w.owned by the address of each one's data (what a view of it holds in Matrix::data).
+std::map<const void*, OwnedMatrix*> owned_by_data(ModelWeights& w) {
+  std::map<const void*, OwnedMatrix*> by_data;
+  for (OwnedMatrix& o : w.owned) by_data[o.data.data()] = &o;
+  return by_data;
+}
+
 // MatmulArith::kBf16Dot for the linear layers that take it: the tiled FP8 / BF16 projections
 // (W_UK^T too where it is tiled FP8 / BF16, as DeepSeek's bf16 absorbed decode multiplies q_nope
 // by wkv_b in bf16; its f32 copy, for INT8 kv_b or FP8 heads that cannot keep their scale
@@ -190,8 +197,7 @@ OwnedMatrix transpose_uk(const Matrix& kv_b, int64_t H, int64_t d_nope, int64_t 
 // bf16-dot kernels read without an interleave per column pair. cold_stream_bench (one thread),
 // GB/s kTiled -> kTiledPairs: see docs/bench.md "Pair-interleaved tiles".
 void use_bf16_dot(ModelWeights& w) {
-  std::map<const void*, OwnedMatrix*> by_data;
-  for (OwnedMatrix& o : w.owned) by_data[o.data.data()] = &o;
+  std::map<const void*, OwnedMatrix*> by_data = owned_by_data(w);
   auto mark = [&](Matrix& m) {
     if (m.layout == WeightLayout::kRowMajor ||
         (m.dtype != DType::kF8E4M3 && m.dtype != DType::kBF16))
@@ -238,8 +244,7 @@ void use_bf16_dot(ModelWeights& w) {
 // after another on one thread, cold: 23.1 / 25.3 / 31.1 GB/s each in its own buffer, 30.2 / 29.6
 // / 33.3 back to back.
 void pack_into_arena(ModelWeights& w) {
-  std::map<const void*, OwnedMatrix*> by_data;
-  for (OwnedMatrix& o : w.owned) by_data[o.data.data()] = &o;
+  std::map<const void*, OwnedMatrix*> by_data = owned_by_data(w);
   std::vector<OwnedMatrix*> order;  // the owned matrices a view reads, once each, in use order
   for_each_matrix(w, [&](Matrix& m) {
     if (auto it = by_data.find(m.data); it != by_data.end()) {

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 #include <map>
+#include <set>
 
 #include "base/check.h"
 #include "tensor/tiled_layout.h"
@@ -198,8 +199,16 @@ std::map<const void*, OwnedMatrix*> owned_by_data(ModelWeights& w) {
 // GB/s kTiled -> kTiledPairs: see docs/bench.md "Pair-interleaved tiles".
 void use_bf16_dot(ModelWeights& w) {
   std::map<const void*, OwnedMatrix*> by_data = owned_by_data(w);
-  auto mark = [&](Matrix& m) {
-    if (m.layout == WeightLayout::kRowMajor ||
+  std::set<const Matrix*> f32_only;  // the router and the V3.2 indexer
+  for (LayerWeights& L : w.layers) {
+    if (L.is_moe) f32_only.insert(&L.moe.router);
+    if (L.mla.has_indexer) {
+      for (const Matrix* m : {&L.mla.indexer.wk, &L.mla.indexer.wq_b, &L.mla.indexer.weights_proj})
+        f32_only.insert(m);
+    }
+  }
+  for_each_matrix(w, [&](Matrix& m) {
+    if (f32_only.count(&m) != 0 || m.layout == WeightLayout::kRowMajor ||
         (m.dtype != DType::kF8E4M3 && m.dtype != DType::kBF16))
       return;
     m.arith = MatmulArith::kBf16Dot;
@@ -208,23 +217,7 @@ void use_bf16_dot(ModelWeights& w) {
     OwnedMatrix& o = *it->second;
     if (o.layout == WeightLayout::kTiled && can_pair_tiles(o)) pair_tiles_in_place(o);
     m.layout = o.layout;  // a second view of the same copy (none today) follows the first
-  };
-  auto mark_ffn = [&](FfnWeights& f) {
-    mark(f.gate);
-    mark(f.up);
-    mark(f.down);
-  };
-  mark(w.lm_head);
-  for (LayerWeights& L : w.layers) {
-    for (Matrix* m : {&L.mla.q_a, &L.mla.q_b, &L.mla.kv_a, &L.mla.kv_b, &L.mla.w_uk_t, &L.mla.o})
-      mark(*m);
-    if (L.is_moe) {
-      for (FfnWeights& e : L.moe.experts) mark_ffn(e);
-      if (L.moe.has_shared) mark_ffn(L.moe.shared);
-    } else {
-      mark_ffn(L.dense);
-    }
-  }
+  });
   // No other view may read a paired copy: only the bf16-dot kernels read kTiledPairs.
   for_each_matrix(w, [&](Matrix& m) {
     const auto it = by_data.find(m.data);

@@ -4,13 +4,18 @@
 //     with roofline_bench's all-thread read bandwidth (the matrices are larger than the L3).
 //   GEMM (prefill): compute bound; counter GFLOP/s = 2 * rows * cols * tokens per second. Compare
 //     with roofline_bench's FMA / BF16-dot peak.
+// The weights sit on transparent huge pages (base/huge_buffer.h), as the model's arena holds them:
+// on 4 KiB pages (until 2026-12-02) BM_LmHead_BF16_Bf16DotPairs/16 read 5.5-20.8 GB/s in two runs
+// against 25.8-29.1 on huge pages, alternating, and lm_head's ~28 in the model at batch 16.
 // Run: build/release/bench/micro/matmul_bench [--benchmark_filter=...]
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
+#include <cstring>
 #include <thread>
 #include <vector>
 
+#include "base/huge_buffer.h"
 #include "base/rng.h"
 #include "base/thread_pool.h"
 #include "bench/micro/checkpoint_like.h"
@@ -24,10 +29,11 @@ namespace dss {
 namespace {
 
 struct Weights {
-  Matrix m;
-  std::vector<uint8_t> data;
+  Matrix m;        // data in `buf`
+  HugeBuffer buf;  // the row-major or tiled elements
   std::vector<float> scales;
-  OwnedMatrix tiled;  // tile_matrix(m, layout) when the benchmark reads a tiled layout
+  OwnedMatrix tiled;  // tile_matrix(m, layout) when the benchmark reads a tiled layout (its
+                      // scales are the ones m uses)
 };
 
 // `pairs`: the bf16-dot twin in WeightLayout::kTiledPairs (what the model loads for bf16-dot).
@@ -35,8 +41,8 @@ Weights make(DType dt, int64_t rows, int64_t cols, bool tiled = false, bool bf16
              bool pairs = false) {
   Rng rng(3);
   Weights w;
-  w.data = bench::checkpoint_like_weights(dt, rows, cols, rng);
-  w.m = Matrix{dt, rows, cols, w.data.data(), nullptr};
+  const std::vector<uint8_t> data = bench::checkpoint_like_weights(dt, rows, cols, rng);
+  w.m = Matrix{dt, rows, cols, data.data(), nullptr};
   if (dt == DType::kF8E4M3) {
     w.scales.assign(static_cast<size_t>(w.m.n_scale_rows() * w.m.n_scale_cols()), 1e-3f);
     w.m.scales = w.scales.data();
@@ -45,9 +51,11 @@ Weights make(DType dt, int64_t rows, int64_t cols, bool tiled = false, bool bf16
     w.tiled = tile_matrix(w.m, pairs ? WeightLayout::kTiledPairs : WeightLayout::kTiled);
     w.m = w.tiled.view();
     if (bf16_dot) w.m.arith = MatmulArith::kBf16Dot;
-    w.data.clear();
-    w.data.shrink_to_fit();
   }
+  w.buf = HugeBuffer(w.m.data_bytes());
+  std::memcpy(w.buf.data(), w.m.data, w.m.data_bytes());
+  w.m.data = w.buf.data();
+  std::vector<uint8_t>().swap(w.tiled.data);  // the copy in `buf` is the one read
   return w;
 }
 

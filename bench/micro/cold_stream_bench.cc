@@ -12,8 +12,8 @@
 //   cold_stream_bench [--rounds N] [--tokens N]
 // FP8 weights tiled on huge pages as the model holds them, 1 token (--tokens: 1-16; FP8 runs the
 // GEMV below 5 tokens, the panel GEMM from 5; an expert at decode batch 16 sees ~2), the bf16-dot
-// arithmetic where
-// the CPU has AVX512-BF16 (as --matmul-dtype auto picks), else f32 (kTiled only).
+// arithmetic where the CPU has AVX512-BF16 (as --matmul-dtype auto picks), else f32 (kTiled
+// only).
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>

@@ -27,12 +27,12 @@ struct TiledWeights {
   std::vector<float> scales;
 };
 
-// What model/deepseek/weights.cc (use_bf16_dot, tensor/tiled_layout.h can_pair_tiles) gives a
-// tiled FP8 / BF16 projection: kTiledPairs for the bf16-dot arithmetic where the column count is
-// even, else kTiled.
-inline WeightLayout model_layout(int64_t cols) {
-  return cpu::cpu_has_bf16_dot() && cols % 2 == 0 ? WeightLayout::kTiledPairs
-                                                  : WeightLayout::kTiled;
+// What model/deepseek/weights.cc (use_bf16_dot) gives a tiled projection: kTiledPairs for the
+// bf16-dot arithmetic where tile_matrix can pair it, else kTiled.
+inline WeightLayout model_layout(DType dt, int64_t rows, int64_t cols) {
+  return cpu::cpu_has_bf16_dot() && can_tile(Matrix{dt, rows, cols}, WeightLayout::kTiledPairs)
+             ? WeightLayout::kTiledPairs
+             : WeightLayout::kTiled;
 }
 
 // `layout`: kTiled, or kTiledPairs (only where the CPU has AVX512-BF16: no other arithmetic reads
@@ -58,7 +58,7 @@ inline TiledWeights make_tiled_weights(DType dt, int64_t rows, int64_t cols, Rng
   return t;
 }
 inline TiledWeights make_tiled_weights(DType dt, int64_t rows, int64_t cols, Rng& rng) {
-  return make_tiled_weights(dt, rows, cols, rng, model_layout(cols));
+  return make_tiled_weights(dt, rows, cols, rng, model_layout(dt, rows, cols));
 }
 
 }  // namespace dss::bench

@@ -81,16 +81,15 @@ HWY_INLINE hn::Vec<DU16x32> Bf16Column(const uint8_t* HWY_RESTRICT p) {
 template <bool kFolded, bool kPaired, typename T>
 HWY_INLINE void Bf16PairColumns(const T* HWY_RESTRICT p, bool second, VPairs& v0, VPairs& v1) {
   const DU16x32 d16;
-  if constexpr (kPaired) {
-    (void)second;
-    v0 = hn::BitCast(DU32x16(), Bf16Column<kFolded>(p));
-    v1 = hn::BitCast(DU32x16(), Bf16Column<kFolded>(p + kTileRows));
-    return;
-  }
   const auto a = Bf16Column<kFolded>(p);
-  const auto b = second ? Bf16Column<kFolded>(p + kTileRows) : hn::Zero(d16);
-  v0 = hn::BitCast(DU32x16(), hn::InterleaveLower(d16, a, b));
-  v1 = hn::BitCast(DU32x16(), hn::InterleaveUpper(d16, a, b));
+  const auto b = kPaired || second ? Bf16Column<kFolded>(p + kTileRows) : hn::Zero(d16);
+  if constexpr (kPaired) {  // stored interleaved: the two halves are the pair vectors
+    v0 = hn::BitCast(DU32x16(), a);
+    v1 = hn::BitCast(DU32x16(), b);
+  } else {
+    v0 = hn::BitCast(DU32x16(), hn::InterleaveLower(d16, a, b));
+    v1 = hn::BitCast(DU32x16(), hn::InterleaveUpper(d16, a, b));
+  }
 }
 
 // y[t, r] for the rows of tile ti inside [r_begin, r_end), as StoreTileRows<Bf16Slot> (kPaired:

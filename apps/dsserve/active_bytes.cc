@@ -53,7 +53,11 @@ ActiveBytes active_bytes_per_token(const ModelWeights& w, int32_t n_experts_per_
         matrix_bytes(l.moe.router) + static_cast<int64_t>(l.moe.router_bias.size() * sizeof(float));
     if (l.moe.has_shared) shared += ffn_bytes(l.moe.shared);
     // Every routed expert has the same shape: k of them are read per token.
-    if (!l.moe.experts.empty()) routed += n_experts_per_tok * ffn_bytes(l.moe.experts[0]);
+    if (!l.moe.experts.empty()) {
+      r.routed_expert_bytes = ffn_bytes(l.moe.experts[0]);
+      routed += n_experts_per_tok * r.routed_expert_bytes;
+      ++r.n_moe_layers;
+    }
   }
   norms += vector_bytes(w.final_norm);
   r.parts = {{"embedding", embed_row_bytes(w.embed)},
@@ -67,6 +71,15 @@ ActiveBytes active_bytes_per_token(const ModelWeights& w, int32_t n_experts_per_
              {"lm_head", matrix_bytes(w.lm_head)}};
   for (const auto& p : r.parts) r.total += p.second;
   return r;
+}
+
+double ActiveBytes::step_bytes(double routed_reads) const {
+  int64_t routed = 0;
+  for (const auto& [part, b] : parts) {
+    if (part == "routed_experts") routed = b;
+  }
+  return static_cast<double>(total - routed) +
+         routed_reads * static_cast<double>(routed_expert_bytes);
 }
 
 }  // namespace dss::app

@@ -22,6 +22,16 @@ struct ActiveBytes {
   // shared_experts, routed_experts, norms, lm_head. Parts with 0 bytes are kept.
   std::vector<std::pair<std::string, int64_t>> parts;
   int64_t total = 0;
+  // One routed expert's gate, up and down (every routed expert has one shape; 0 without MoE
+  // layers) and the MoE layers: routed_experts = n_moe_layers * num_experts_per_tok *
+  // routed_expert_bytes.
+  int64_t routed_expert_bytes = 0;
+  int32_t n_moe_layers = 0;
+  // Weight bytes of one decode step that reads `routed_reads` routed experts in all (summed over
+  // the MoE layers, each distinct expert of a layer once: Workspace::routed_expert_reads): the
+  // batch-1 total with its routed part replaced. At batch 1, routed_reads = n_moe_layers *
+  // num_experts_per_tok and this is `total`.
+  double step_bytes(double routed_reads) const;
 };
 
 // Bytes of a matrix in its stored dtype plus its scales (F8: block grid, I8: per row), as f32.

@@ -34,6 +34,8 @@ class BatchDriver {
   void fill_synthetic(int32_t length, uint64_t seed);
   int32_t length() const { return length_; }
   int32_t n_seqs() const { return n_seqs_; }
+  // Workspace::routed_expert_reads of every step so far (fill_synthetic runs none).
+  int64_t routed_expert_reads() const { return ws_.routed_expert_reads; }
 
  private:
   const Model& model_;

@@ -7,6 +7,10 @@
 // The decode roofline is measured read bandwidth / weight bytes one token reads at batch 1
 // (active_bytes.h); the bandwidth is measured right before and right after the runs, and before
 // each batch-1 repetition and after the last (each repetition is also paired with its two).
+// Every batch size also against its own roofline: the batch-1 weight bytes with the routed
+// experts its steps actually read (each distinct expert of a layer once per step;
+// Workspace::routed_expert_reads), so batch B's speedup over batch 1 can be set against what the
+// weight bytes allow.
 // Long-context decode (`--decode-context`): one sequence per context C filled with C tokens by
 // chunked prefill (its time printed), then `--context-steps` timed decode steps at context C,
 // the repetitions of all contexts interleaved (bench_contexts).
@@ -115,25 +119,34 @@ std::vector<double> bench_prefill(const Model& m, const BenchModelArgs& a, int32
 // bw_gbps, it is replaced by read-bandwidth samples taken right before every measured repetition
 // and once after the last (repetitions + 1 samples: repetition i between samples i and i + 1;
 // each sample streams a --bandwidth-mib buffer, so a repetition starts with cold caches).
+// routed_reads_per_step: the routed experts a measured step read, summed over the MoE layers
+// (Workspace::routed_expert_reads), mean over the measured steps.
 std::vector<double> bench_decode(const Model& m, const BenchModelArgs& a, int32_t b, Rng& rng,
-                                 std::vector<double>* bw_gbps = nullptr) {
+                                 std::vector<double>* bw_gbps, double* routed_reads_per_step) {
   const int32_t T = a.decode_tokens;
   BatchDriver d(m, b, T, 1, a.page_size, kv_dtype(m, a));
   const std::vector<TokenId> ids =
       random_ids(rng, static_cast<size_t>(b) * T, m.config().n_vocab);  // [T, b]
   std::vector<double> tok_s;
+  int64_t reads = 0, steps = 0;
   if (bw_gbps != nullptr) bw_gbps->clear();
   for (int32_t rep = -1; rep < a.repetitions; ++rep) {
     d.truncate(0);
     const int32_t n_steps = rep < 0 ? std::min(T, 4) : T;  // warm-up: a few steps
     if (rep >= 0 && bw_gbps != nullptr)
       bw_gbps->push_back(bench::measure_read_gbps(a.bandwidth_mib, m.n_threads()));
+    const int64_t reads0 = d.routed_expert_reads();
     const double t0 = now_seconds();
     for (int32_t i = 0; i < n_steps; ++i)
       d.step(std::span<const TokenId>(ids).subspan(static_cast<size_t>(i) * b, b), 1);
     const double s = now_seconds() - t0;
-    if (rep >= 0) tok_s.push_back(static_cast<double>(b) * T / s);
+    if (rep >= 0) {
+      tok_s.push_back(static_cast<double>(b) * T / s);
+      reads += d.routed_expert_reads() - reads0;
+      steps += n_steps;
+    }
   }
+  *routed_reads_per_step = steps > 0 ? static_cast<double>(reads) / static_cast<double>(steps) : 0;
   if (bw_gbps != nullptr)
     bw_gbps->push_back(bench::measure_read_gbps(a.bandwidth_mib, m.n_threads()));
   return tok_s;
@@ -263,15 +276,20 @@ int run_bench_model(const BenchModelArgs& a) {
            static_cast<long long>(a.bandwidth_mib));
   const double bw_before = bench::measure_read_gbps(a.bandwidth_mib, n_threads);
   // Prefill is compute-bound: its FLOP rate against the bf16-dot peak (issue #7's denominator;
-  // what --matmul-dtype bf16 runs on) and the f32 FMA peak, both measured here and now.
+  // what --matmul-dtype bf16 runs on) and the f32 FMA peak, both measured here and now, before
+  // and after the prefill runs; the higher of each pair is the peak (the lower, conservative
+  // percentage: a slow spell of the VM during one measurement would inflate it).
   double bf16_peak = 0, fma_peak = 0;
-  if (!a.context_only && !a.prefill.empty()) {
+  std::vector<double> bf16_peaks, fma_peaks;
+  auto measure_peaks = [&] {
     progress("bench-model: measuring the bf16-dot and FMA peaks (%d threads)\n", n_threads);
-    bf16_peak = bench::measure_bf16_dot_gflops(n_threads);
-    fma_peak = bench::measure_fma_gflops(n_threads);
-    j["bf16_dot_peak_gflops"] = bf16_peak;
-    j["fma_peak_gflops"] = fma_peak;
-  }
+    bf16_peaks.push_back(bench::measure_bf16_dot_gflops(n_threads));
+    fma_peaks.push_back(bench::measure_fma_gflops(n_threads));
+    bf16_peak = std::max(bf16_peak, bf16_peaks.back());
+    fma_peak = std::max(fma_peak, fma_peaks.back());
+  };
+  const bool run_prefill = !a.context_only && !a.prefill.empty();
+  if (run_prefill) measure_peaks();
   std::vector<std::pair<std::string, Stat>> rows;          // (test name, tok/s)
   std::vector<std::pair<int32_t, double>> prefill_gflops;  // (n, GFLOP/s at the mean tok/s)
   for (int32_t n : a.context_only ? std::vector<int32_t>{} : a.prefill) {
@@ -283,7 +301,15 @@ int run_bench_model(const BenchModelArgs& a) {
     const double gflops = prefill_flops(c, n) / n * s.mean * 1e-9;
     prefill_gflops.emplace_back(n, gflops);
     j[str_cat("prefill_", n, "_gflops")] = gflops;
-    j[str_cat("prefill_", n, "_bf16_peak_pct")] = 100.0 * gflops / bf16_peak;
+  }
+  if (run_prefill) {
+    measure_peaks();
+    j["bf16_dot_peak_gflops"] = bf16_peak;
+    j["fma_peak_gflops"] = fma_peak;
+    j["bf16_dot_peak_gflops_samples"] = bf16_peaks;  // before, after the prefill runs
+    j["fma_peak_gflops_samples"] = fma_peaks;
+    for (const auto& [n, gflops] : prefill_gflops)
+      j[str_cat("prefill_", n, "_bf16_peak_pct")] = 100.0 * gflops / bf16_peak;
   }
   double bs1_tok_s = 0;
   // Batch 1 is bracketed by its own bandwidth samples, one before each repetition and one after
@@ -293,10 +319,19 @@ int run_bench_model(const BenchModelArgs& a) {
   // size listed twice is measured twice; the last batch-1 run is the one reported.
   std::vector<double> bw_bs1, pct_bs1;  // samples around each repetition; its paired percentage
   double pct_bs1_median = 0;            // bench::percentile(.., 50): numpy's median
+  struct BatchRow {
+    int32_t b;
+    double tok_s, routed_reads, step_bytes;  // per step: routed experts read (all layers), bytes
+  };
+  std::vector<BatchRow> batch_rows;  // one per batch size, the last run of a repeated one
   for (int32_t b : a.context_only ? std::vector<int32_t>{} : a.decode_batch) {
     progress("bench-model: tg%d batch %d\n", a.decode_tokens, b);
-    const std::vector<double> tok_s = bench_decode(m, a, b, rng, b == 1 ? &bw_bs1 : nullptr);
+    double reads = 0;
+    const std::vector<double> tok_s =
+        bench_decode(m, a, b, rng, b == 1 ? &bw_bs1 : nullptr, &reads);
     const Stat s = stat_of(tok_s);
+    std::erase_if(batch_rows, [&](const BatchRow& r) { return r.b == b; });
+    batch_rows.push_back({b, s.mean, reads, bytes.step_bytes(reads)});
     if (b == 1) {
       bs1_tok_s = s.mean;
       pct_bs1 = paired_roofline_pct(tok_s, bw_bs1, bytes.total);
@@ -331,6 +366,24 @@ int run_bench_model(const BenchModelArgs& a) {
     j["decode_bs1_roofline_pct"] = 100.0 * bs1_tok_s / roofline;
     j["decode_bs1_roofline_pct_paired"] = pct_bs1_median;
     j["decode_bs1_roofline_pct_paired_reps"] = pct_bs1;
+  }
+  // Every batch against its own weight-bytes roofline: the step reads the batch-1 weights with
+  // the routed experts its tokens chose (each distinct expert of a layer once), at the run's
+  // highest bandwidth sample. roofline_bsB_speedup: batch B's roofline over batch 1's, the
+  // speedup over batch 1 that the weight bytes allow at equal bandwidth efficiency.
+  for (const BatchRow& r : batch_rows) {
+    const double rl = r.b * bw * 1e9 / r.step_bytes;
+    j[str_cat("decode_bs", r.b, "_weight_bytes_per_step")] = r.step_bytes;
+    if (bytes.n_moe_layers > 0) {
+      j[str_cat("decode_bs", r.b, "_routed_experts_per_layer")] =
+          r.routed_reads / bytes.n_moe_layers;
+    }
+    j[str_cat("roofline_bs", r.b, "_tok_s")] = rl;
+    j[str_cat("decode_bs", r.b, "_roofline_pct")] = 100.0 * r.tok_s / rl;
+    if (bs1_tok_s > 0 && r.b != 1) {
+      j[str_cat("decode_bs", r.b, "_speedup")] = r.tok_s / bs1_tok_s;
+      j[str_cat("roofline_bs", r.b, "_speedup")] = rl / roofline;
+    }
   }
   for (const auto& [cl, r] : ctx) {
     j[str_cat("decode_ctx_", cl, "_prefill_s")] = r.first;
@@ -372,11 +425,33 @@ int run_bench_model(const BenchModelArgs& a) {
       std::printf(" %.1f%% (%.1f / %.1f GB/s)", pct_bs1[i], bw_bs1[i], bw_bs1[i + 1]);
     std::printf("; median %.1f%%\n", pct_bs1_median);
   }
+  if (!batch_rows.empty()) {
+    std::printf(
+        "\ndecode against each batch's weight bytes per step (the routed experts its tokens chose, "
+        "each once per layer) at %.1f GB/s:\n",
+        bw);
+    std::printf(
+        "| batch | experts/layer | MB/step | roofline tok/s | tok/s | %% of it | x bs1 | roofline "
+        "x bs1 |\n|------:|--------------:|--------:|---------------:|------:|--------:|------:|"
+        "--------------:|\n");
+    for (const BatchRow& r : batch_rows) {
+      const double rl = r.b * bw * 1e9 / r.step_bytes;
+      std::printf("| %5d | %13.2f | %7.1f | %14.1f | %5.1f | %6.1f%% |", r.b,
+                  bytes.n_moe_layers > 0 ? r.routed_reads / bytes.n_moe_layers : 0.0,
+                  r.step_bytes / 1e6, rl, r.tok_s, 100.0 * r.tok_s / rl);
+      if (bs1_tok_s > 0) {
+        std::printf(" %5.2f | %13.2f |\n", r.tok_s / bs1_tok_s, rl / roofline);
+      } else {
+        std::printf("     - |             - |\n");
+      }
+    }
+  }
   if (!prefill_gflops.empty()) {
     std::printf(
-        "prefill arithmetic (weights, attention, last-token lm_head; measured peaks: bf16 "
-        "dot %.1f, f32 FMA %.1f GFLOP/s):\n",
-        bf16_peak, fma_peak);
+        "prefill arithmetic (weights, attention, last-token lm_head; peaks measured before / "
+        "after the prefill runs, the higher taken: bf16 dot %.1f / %.1f, f32 FMA %.1f / %.1f "
+        "GFLOP/s):\n",
+        bf16_peaks.front(), bf16_peaks.back(), fma_peaks.front(), fma_peaks.back());
     for (const auto& [n, g] : prefill_gflops) {
       std::printf(
           "  pp%-6d %8.1f GFLOP/s = %5.1f%% of the bf16-dot peak, %5.1f%% of the FMA peak\n", n, g,

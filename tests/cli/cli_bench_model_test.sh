@@ -128,6 +128,49 @@ assert abs(o["decode_bs1_roofline_pct_paired"] - med) < 1e-9 * med, (o["decode_b
 PY
 }
 
+# Each batch against its own weight bytes per step: the batch-1 bytes with the routed experts
+# replaced by those the step's tokens chose (each distinct expert of a layer once), one expert's
+# bytes counted here from the safetensors headers (layer first_k_dense_replace's expert 0). Batch
+# 1 reads exactly num_experts_per_tok experts per MoE layer; batch 2 between that and twice it.
+check_batch() {  # check_batch FILE MODEL_DIR
+  /usr/bin/python3 - "$@" <<'PY'
+import glob, json, struct, sys
+o = json.load(open(sys.argv[1]))
+cfg = json.load(open(sys.argv[2] + "/config.json"))
+prefix = "model.layers.%d.mlp.experts.0." % cfg["first_k_dense_replace"]
+expert = 0
+for f in glob.glob(sys.argv[2] + "/*.safetensors"):
+    with open(f, "rb") as fh:
+        n = struct.unpack("<Q", fh.read(8))[0]
+        header = json.loads(fh.read(n))
+    for name, v in header.items():
+        if name.startswith(prefix):
+            expert += v["data_offsets"][1] - v["data_offsets"][0]
+assert expert > 0
+k = cfg["num_experts_per_tok"]
+n_moe = cfg["num_hidden_layers"] - cfg["first_k_dense_replace"]
+B1, bw = o["active_weight_bytes_per_token"], o["read_gbps"]
+for b in (1, 2):
+    e = o["decode_bs%d_routed_experts_per_layer" % b]
+    assert (e == k) if b == 1 else (k <= e <= 2 * k), (b, e)
+    step = o["decode_bs%d_weight_bytes_per_step" % b]
+    want = B1 + (e - k) * n_moe * expert
+    assert abs(step - want) <= 1e-9 * want, (b, step, want)
+    rl = b * bw * 1e9 / step
+    assert abs(o["roofline_bs%d_tok_s" % b] - rl) <= 1e-9 * rl, (b, o["roofline_bs%d_tok_s" % b], rl)
+    pct = 100 * o["decode_bs%d_tok_s" % b] / rl
+    assert abs(o["decode_bs%d_roofline_pct" % b] - pct) <= 1e-9 * pct, (b, pct)
+assert o["decode_bs1_weight_bytes_per_step"] == B1
+s = o["decode_bs2_tok_s"] / o["decode_bs1_tok_s"]
+assert abs(o["decode_bs2_speedup"] - s) <= 1e-9 * s
+s = o["roofline_bs2_tok_s"] / o["roofline_bs1_tok_s"]
+assert abs(o["roofline_bs2_speedup"] - s) <= 1e-9 * s
+for kind in ("bf16_dot", "fma"):  # the higher of the samples before and after the prefill runs
+    samples = o[kind + "_peak_gflops_samples"]
+    assert len(samples) == 2 and min(samples) > 0 and o[kind + "_peak_gflops"] == max(samples)
+PY
+}
+
 small=(--threads 2 --prefill 16,32 --decode-batch 1,2 --decode-tokens 4 --context-steps 2
        --context-chunk 16 --repetitions 2 --bandwidth-mib 16)
 for preset in tiny tiny-v32; do
@@ -142,6 +185,7 @@ for preset in tiny tiny-v32; do
   check "bench-model --json on $preset exits 0" test $? -eq 0
   check "bench-model JSON on $preset" check_json "$tmp/$preset.json" "$expected" 8,40 "$tmp/$preset"
   check "bench-model batch-1 pairing on $preset" check_paired "$tmp/$preset.json"
+  check "bench-model batch rooflines on $preset" check_batch "$tmp/$preset.json" "$tmp/$preset"
 done
 
 # Batch 1 with 5 repetitions (6 samples: a repetition paired with one sample only, or a mean for
@@ -172,6 +216,7 @@ check "decode row" grep -q "| tg4 bs2 " "$tmp/human.out"
 check "roofline line" grep -q "roofline at batch 1: .* tok/s; decode bs1 reaches" "$tmp/human.out"
 check "paired roofline line" grep -q "decode bs1 per repetition against the higher bandwidth sample around it: .*; median .*%" "$tmp/human.out"
 check "prefill peak line" grep -q "pp32 .* GFLOP/s = .*% of the bf16-dot peak" "$tmp/human.out"
+check "batch roofline rows" grep -qE "^\|     2 \| +[0-9.]+ \| +[0-9.]+ \| +[0-9.]+ \| +[0-9.]+ \| +[0-9.]+% \| +[0-9.]+ \| +[0-9.]+ \|$" "$tmp/human.out"
 
 # --weight-dtype bf16: the count follows the converted weights (more bytes than FP8).
 "$bin" bench-model --model "$tmp/tiny" "${small[@]}" --weight-dtype bf16 --json \

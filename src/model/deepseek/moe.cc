@@ -58,6 +58,9 @@ void Model::moe(int32_t i_layer, const MoeWeights& m, int32_t T, Workspace& ws) 
   for (int32_t e = 0; e < E; ++e)
     ws.expert_offsets[static_cast<size_t>(e) + 1] += ws.expert_offsets[static_cast<size_t>(e)];
   const std::vector<int32_t>& off = ws.expert_offsets;
+  for (int32_t e = 0; e < E; ++e) {
+    ws.routed_expert_reads += off[static_cast<size_t>(e) + 1] > off[static_cast<size_t>(e)];
+  }
   std::copy(off.begin(), off.end() - 1, ws.expert_cursor.begin());
   for (int32_t i = 0; i < T * K; ++i) {
     const int32_t pos =

@@ -31,6 +31,8 @@ class SequenceRunner {
   void reset() { length_ = 0; }
   // Tests: record routing / index decisions of the following forward passes (nullptr: off).
   void set_trace(ForwardTrace* trace) { ws_.trace = trace; }
+  // Workspace::routed_expert_reads of every forward pass so far.
+  int64_t routed_expert_reads() const { return ws_.routed_expert_reads; }
 
  private:
   const float* step(std::span<const TokenId> tokens, bool all_logits, AttnPath path);

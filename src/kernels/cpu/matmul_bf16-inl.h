@@ -229,16 +229,44 @@ struct Bf16GemvFn {
 
 // Token counts from which the GEMM path (a decoded panel per block) takes over from decoding in
 // registers per token group: FP8 as the f32 path; BF16's pair decode (two loads and two
-// interleaves per 64 weights) is cheap enough to redo per group of 6 up to 16 tokens
+// interleaves per 64 weights) is cheap enough to redo per group up to 16 tokens
 // (matmul_bench 2 threads, 3 alternating rounds: BM_LmHead_BF16_Bf16Dot/16 192/275/222 ->
 // 242/336/256 GFLOP/s; FP8 in registers at 16 tokens was slower, BM_Gemv_FP8_Bf16Dot/16
 // 362-396 -> 324-346). Measured on kTiled; kTiledPairs decodes cheaper in registers still, and
 // FP8's crossover held there (cold_stream_bench --tokens 4 / 5, one thread, kTiledPairs in cache:
-// 4 tokens in registers 23.9-24.5 GB/s, ~195 GFLOP/s; 5 through the panel 24.3, ~243). BF16's
-// was not re-measured.
+// 4 tokens in registers 23.9-24.5 GB/s, ~195 GFLOP/s; 5 through the panel 24.3, ~243). With
+// groups of 8 (kBf16GemvGroup) FP8 at 5-8 tokens ran faster in registers than through the panel
+// in cache (a 512x1024 expert, one thread: 5 tokens 20.8-23.7 against 28.5-29.1 us, 8 tokens
+// 27.6-30.3 against 36.7-40.0) but not cold (cold_stream_bench, 2 alternating rounds, the expert
+// gate from DRAM: 6 tokens 12.1 / 12.1 GB/s against 11.4 / 14.3, 8 tokens 11.1 / 10.7 against
+// 11.9 / 12.4), which is how a decode step reads it: FP8 keeps the panel from 5.
 template <typename T>
 inline constexpr int64_t kBf16GemmMinTokens =
     std::is_same_v<T, uint16_t> ? 17 : kTiledGemmMinTokens<T>;
+
+// Tokens per group of the bf16-dot GEMV: up to 8, so a group has 2 x 8 = 16 accumulator chains
+// (vdpbf16ps: ~6 cycles latency at 2 per cycle on Zen 5, 12 chains to keep both pipes busy), and
+// 9-16 tokens in two equal groups (16: 8 + 8 instead of the f32 path's 6 + 6 + 4, whose last group
+// has 8 chains). A (row, token) chain does not depend on the grouping. matmul_bench, 2 threads,
+// 7 alternating rounds against groups of 6: BM_LmHead_BF16_Bf16DotPairs/16 (lm_head from DRAM)
+// 355-449 -> 389-509 GFLOP/s, faster in 6 of 7 (median +10%); BM_Gemm_BF16_1024_Bf16DotPairs/16
+// (in cache) 389-473 -> 459-524, faster in 6 of 7.
+inline constexpr int kBf16GemvGroup = 8;
+constexpr int Bf16NextGroup(int64_t n) {
+  return static_cast<int>(
+      n <= kBf16GemvGroup ? n : (n <= 2 * kBf16GemvGroup ? (n + 1) / 2 : kBf16GemvGroup));
+}
+
+// Dispatches a group of g (kG .. kBf16GemvGroup) tokens to the fixed-size kernel F<g>.
+template <template <int> class F, int kG = 1, class... Args>
+HWY_INLINE void WithBf16Group(int g, Args&&... args) {
+  if constexpr (kG <= kBf16GemvGroup) {
+    if (g == kG) return F<kG>::run(args...);
+    return WithBf16Group<F, kG + 1>(g, args...);
+  } else {
+    HWY_ASSERT(false);
+  }
+}
 
 // GEMV: rows [r_begin, r_end) of the nt (<= kMaxGemvTiles) tiles from ti for n_tok
 // (< kBf16GemmMinTokens<T>) tokens (FP8: their |x| ranges for the fold, as the f32 path).
@@ -259,7 +287,7 @@ HWY_INLINE void Bf16GemvTiles(const TiledView<T>& m, int64_t ti, int nt,
     for (int t = 0; t < nt; ++t) f[t] = m.x_factor(ti + t, c0);
     int64_t prefetch_bytes = kPrefetchBytes;
     for (int64_t j0 = 0, g = 0; j0 < n_tok; j0 += g) {
-      g = NextGroup(n_tok - j0);
+      g = Bf16NextGroup(n_tok - j0);
       bool folded = false;
       if constexpr (std::is_same_v<T, uint8_t>) {
         folded = true;
@@ -281,13 +309,13 @@ HWY_INLINE void Bf16GemvTiles(const TiledView<T>& m, int64_t ti, int nt,
       const auto* xpc = static_cast<const uint32_t* const*>(xp);
       float* acc = accb + j0 * kTileRows;
       if (folded) {
-        WithGroup<Bf16GemvFn<T, true, kPaired>::template F>(static_cast<int>(g), nt, wt,
-                                                            tile_stride, c0, nc, xpc, c0 == 0,
-                                                            prefetch_bytes, acc, kAccStride);
+        WithBf16Group<Bf16GemvFn<T, true, kPaired>::template F>(static_cast<int>(g), nt, wt,
+                                                                tile_stride, c0, nc, xpc, c0 == 0,
+                                                                prefetch_bytes, acc, kAccStride);
       } else {
-        WithGroup<Bf16GemvFn<T, false, kPaired>::template F>(static_cast<int>(g), nt, wt,
-                                                             tile_stride, c0, nc, xpc, c0 == 0,
-                                                             prefetch_bytes, acc, kAccStride);
+        WithBf16Group<Bf16GemvFn<T, false, kPaired>::template F>(static_cast<int>(g), nt, wt,
+                                                                 tile_stride, c0, nc, xpc, c0 == 0,
+                                                                 prefetch_bytes, acc, kAccStride);
       }
       prefetch_bytes += kTiledCols * kTileRows * static_cast<int64_t>(sizeof(T));
     }

@@ -70,15 +70,12 @@ ActiveBytes active_bytes_per_token(const ModelWeights& w, int32_t n_experts_per_
              {"norms", norms},
              {"lm_head", matrix_bytes(w.lm_head)}};
   for (const auto& p : r.parts) r.total += p.second;
+  r.routed_bytes = routed;
   return r;
 }
 
 double ActiveBytes::step_bytes(double routed_reads) const {
-  int64_t routed = 0;
-  for (const auto& [part, b] : parts) {
-    if (part == "routed_experts") routed = b;
-  }
-  return static_cast<double>(total - routed) +
+  return static_cast<double>(total - routed_bytes) +
          routed_reads * static_cast<double>(routed_expert_bytes);
 }
 

@@ -1,6 +1,7 @@
 // Weight bytes one decoded token reads at batch 1: the numerator of the decode roofline
-// (`dsserve bench-model`). Counted from the loaded model (after any --weight-dtype conversion),
-// every tensor in its stored dtype, FP8 block scales and INT8 row scales included:
+// (`dsserve bench-model`); step_bytes: a batch step's, from the routed experts it read. Counted
+// from the loaded model (after any --weight-dtype conversion), every tensor in its stored dtype,
+// FP8 block scales and INT8 row scales included:
 //   embedding row (one row, + its scale row for FP8), attention (q_a, q_a_norm, q_b, kv_a,
 //   kv_a_norm, kv_b, o, norms; the V3.2 indexer), dense FFNs, per MoE layer the router (+ its
 //   f32 bias), the shared experts and num_experts_per_tok routed experts, final norm, lm_head.
@@ -26,11 +27,13 @@ struct ActiveBytes {
   // layers) and the MoE layers: routed_experts = n_moe_layers * num_experts_per_tok *
   // routed_expert_bytes.
   int64_t routed_expert_bytes = 0;
+  int64_t routed_bytes = 0;  // the routed_experts part
   int32_t n_moe_layers = 0;
   // Weight bytes of one decode step that reads `routed_reads` routed experts in all (summed over
   // the MoE layers, each distinct expert of a layer once: Workspace::routed_expert_reads): the
-  // batch-1 total with its routed part replaced. At batch 1, routed_reads = n_moe_layers *
-  // num_experts_per_tok and this is `total`.
+  // batch-1 total with its routed part replaced (the step's other embedding rows, a few KB, are
+  // not counted). At batch 1, routed_reads = n_moe_layers * num_experts_per_tok and this is
+  // `total`.
   double step_bytes(double routed_reads) const;
 };
 

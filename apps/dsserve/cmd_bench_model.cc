@@ -119,8 +119,8 @@ std::vector<double> bench_prefill(const Model& m, const BenchModelArgs& a, int32
 // bw_gbps, it is replaced by read-bandwidth samples taken right before every measured repetition
 // and once after the last (repetitions + 1 samples: repetition i between samples i and i + 1;
 // each sample streams a --bandwidth-mib buffer, so a repetition starts with cold caches).
-// routed_reads_per_step: the routed experts a measured step read, summed over the MoE layers
-// (Workspace::routed_expert_reads), mean over the measured steps.
+// *routed_reads_per_step (not null): the routed experts a measured step read, summed over the MoE
+// layers (Workspace::routed_expert_reads), mean over the measured steps.
 std::vector<double> bench_decode(const Model& m, const BenchModelArgs& a, int32_t b, Rng& rng,
                                  std::vector<double>* bw_gbps, double* routed_reads_per_step) {
   const int32_t T = a.decode_tokens;
@@ -321,7 +321,7 @@ int run_bench_model(const BenchModelArgs& a) {
   double pct_bs1_median = 0;            // bench::percentile(.., 50): numpy's median
   struct BatchRow {
     int32_t b;
-    double tok_s, routed_reads, step_bytes;  // per step: routed experts read (all layers), bytes
+    double tok_s, routed_reads_per_step, step_bytes;  // means over the timed steps
   };
   std::vector<BatchRow> batch_rows;  // one per batch size, the last run of a repeated one
   for (int32_t b : a.context_only ? std::vector<int32_t>{} : a.decode_batch) {
@@ -376,10 +376,15 @@ int run_bench_model(const BenchModelArgs& a) {
     j[str_cat("decode_bs", r.b, "_weight_bytes_per_step")] = r.step_bytes;
     if (bytes.n_moe_layers > 0) {
       j[str_cat("decode_bs", r.b, "_routed_experts_per_layer")] =
-          r.routed_reads / bytes.n_moe_layers;
+          r.routed_reads_per_step / bytes.n_moe_layers;
     }
-    j[str_cat("roofline_bs", r.b, "_tok_s")] = rl;
-    j[str_cat("decode_bs", r.b, "_roofline_pct")] = 100.0 * r.tok_s / rl;
+    if (r.b != 1) {  // batch 1's: roofline_bs1_tok_s and decode_bs1_roofline_pct above
+      j[str_cat("roofline_bs", r.b, "_tok_s")] = rl;
+      j[str_cat("decode_bs", r.b, "_roofline_pct")] = 100.0 * r.tok_s / rl;
+    } else {
+      DSS_CHECK(std::abs(rl - roofline) <= 1e-9 * roofline, "batch 1's step bytes ", r.step_bytes,
+                " != ", bytes.total);
+    }
     if (bs1_tok_s > 0 && r.b != 1) {
       j[str_cat("decode_bs", r.b, "_speedup")] = r.tok_s / bs1_tok_s;
       j[str_cat("roofline_bs", r.b, "_speedup")] = rl / roofline;
@@ -436,9 +441,13 @@ int run_bench_model(const BenchModelArgs& a) {
         "--------------:|\n");
     for (const BatchRow& r : batch_rows) {
       const double rl = r.b * bw * 1e9 / r.step_bytes;
-      std::printf("| %5d | %13.2f | %7.1f | %14.1f | %5.1f | %6.1f%% |", r.b,
-                  bytes.n_moe_layers > 0 ? r.routed_reads / bytes.n_moe_layers : 0.0,
-                  r.step_bytes / 1e6, rl, r.tok_s, 100.0 * r.tok_s / rl);
+      if (bytes.n_moe_layers > 0) {
+        std::printf("| %5d | %13.2f |", r.b, r.routed_reads_per_step / bytes.n_moe_layers);
+      } else {
+        std::printf("| %5d | %13s |", r.b, "-");
+      }
+      std::printf(" %7.1f | %14.1f | %5.1f | %6.1f%% |", r.step_bytes / 1e6, rl, r.tok_s,
+                  100.0 * r.tok_s / rl);
       if (bs1_tok_s > 0) {
         std::printf(" %5.2f | %13.2f |\n", r.tok_s / bs1_tok_s, rl / roofline);
       } else {
@@ -448,7 +457,7 @@ int run_bench_model(const BenchModelArgs& a) {
   }
   if (!prefill_gflops.empty()) {
     std::printf(
-        "prefill arithmetic (weights, attention, last-token lm_head; peaks measured before / "
+        "\nprefill arithmetic (weights, attention, last-token lm_head; peaks measured before / "
         "after the prefill runs, the higher taken: bf16 dot %.1f / %.1f, f32 FMA %.1f / %.1f "
         "GFLOP/s):\n",
         bf16_peaks.front(), bf16_peaks.back(), fma_peaks.front(), fma_peaks.back());

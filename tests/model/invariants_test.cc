@@ -364,30 +364,39 @@ TEST(ForwardInvariants, DecodeIsDeterministic) {
 // Workspace::routed_expert_reads counts each MoE layer's distinct routed experts once per forward
 // (bench-model's weight bytes per step at batch > 1): checked against the union of the tokens'
 // choices that the trace records, for a 40-token prefill (one forward: tokens share experts) and
-// a decode step (num_experts_per_tok distinct experts per MoE layer).
+// a decode step (num_experts_per_tok distinct experts per MoE layer), on the two-stage MoE path
+// and on W8A8's per-expert path (--act-quant fp8).
 TEST(ForwardInvariants, RoutedExpertReadsCountEachLayersDistinctExperts) {
-  auto m = load_tiny();
-  const ModelConfig& c = m->config();
-  const auto ids = random_prompt(40, c.n_vocab, 8);
-  SequenceRunner r(*m, 41, 16, 64);
-  ForwardTrace trace;
-  r.set_trace(&trace);
-  r.prefill(ids, false, nullptr);
-  int64_t distinct = 0, n_moe = 0;
-  for (const auto& layer : trace.experts) {
-    if (layer.empty()) continue;  // a dense layer
-    ++n_moe;
-    ASSERT_EQ(layer.size(), ids.size());
-    std::vector<int32_t> all;
-    for (const auto& e : layer) all.insert(all.end(), e.begin(), e.end());
-    std::sort(all.begin(), all.end());
-    distinct += std::unique(all.begin(), all.end()) - all.begin();
+  for (const char* act_quant : {"none", "fp8"}) {
+    SCOPED_TRACE(act_quant);
+    LoadOptions o{std::string(DSS_TEST_DATA) + "/golden/tiny-v3"};
+    o.act_quant = act_quant;
+    auto loaded = Model::load(o);
+    ASSERT_TRUE(loaded.is_ok()) << loaded.message();
+    const Model& m = **loaded;
+    ASSERT_EQ(m.act_quant_fp8(), std::string(act_quant) == "fp8");
+    const ModelConfig& c = m.config();
+    const auto ids = random_prompt(40, c.n_vocab, 8);
+    SequenceRunner r(m, 41, 16, 64);
+    ForwardTrace trace;
+    r.set_trace(&trace);
+    r.prefill(ids, false, nullptr);
+    int64_t distinct = 0, n_moe = 0;
+    for (const auto& layer : trace.experts) {
+      if (layer.empty()) continue;  // a dense layer
+      ++n_moe;
+      ASSERT_EQ(layer.size(), ids.size());
+      std::vector<int32_t> all;
+      for (const auto& e : layer) all.insert(all.end(), e.begin(), e.end());
+      std::sort(all.begin(), all.end());
+      distinct += std::unique(all.begin(), all.end()) - all.begin();
+    }
+    ASSERT_GT(n_moe, 0);
+    ASSERT_GT(distinct, n_moe * c.n_experts_per_tok) << "the prompt's tokens should spread";
+    EXPECT_EQ(r.routed_expert_reads(), distinct);
+    r.decode(5);
+    EXPECT_EQ(r.routed_expert_reads(), distinct + n_moe * c.n_experts_per_tok);
   }
-  ASSERT_GT(n_moe, 0);
-  ASSERT_GT(distinct, n_moe * c.n_experts_per_tok) << "the prompt's tokens should spread";
-  EXPECT_EQ(r.routed_expert_reads(), distinct);
-  r.decode(5);
-  EXPECT_EQ(r.routed_expert_reads(), distinct + n_moe * c.n_experts_per_tok);
 }
 
 }  // namespace

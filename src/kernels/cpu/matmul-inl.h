@@ -639,12 +639,12 @@ HWY_INLINE void TiledGemmMicro(const float* HWY_RESTRICT wd, int64_t nc,
   StoreOrAdd<kG>(df, acc, first, accb);
 }
 
-// Dispatches a group of g (kG .. kTiledGroup) tokens to the fixed-size kernel F<g>.
-template <template <int> class F, int kG = 1, class... Args>
+// Dispatches a group of g (kG .. kMax) tokens to the fixed-size kernel F<g>.
+template <template <int> class F, int kG = 1, int kMax = kTiledGroup, class... Args>
 HWY_INLINE void WithGroup(int g, Args&&... args) {
-  if constexpr (kG <= kTiledGroup) {
+  if constexpr (kG <= kMax) {
     if (g == kG) return F<kG>::run(args...);
-    return WithGroup<F, kG + 1>(g, args...);
+    return WithGroup<F, kG + 1, kMax>(g, args...);
   } else {
     HWY_ASSERT(false);
   }

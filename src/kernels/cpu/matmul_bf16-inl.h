@@ -239,34 +239,30 @@ struct Bf16GemvFn {
 // in cache (a 512x1024 expert, one thread: 5 tokens 20.8-23.7 against 28.5-29.1 us, 8 tokens
 // 27.6-30.3 against 36.7-40.0) but not cold (cold_stream_bench, 2 alternating rounds, the expert
 // gate from DRAM: 6 tokens 12.1 / 12.1 GB/s against 11.4 / 14.3, 8 tokens 11.1 / 10.7 against
-// 11.9 / 12.4), which is how a decode step reads it: FP8 keeps the panel from 5.
+// 11.9 / 12.4), which is how a decode step reads it: FP8 keeps the panel from 5. BF16's 17 was
+// not re-measured with groups of 8 or on kTiledPairs.
 template <typename T>
 inline constexpr int64_t kBf16GemmMinTokens =
     std::is_same_v<T, uint16_t> ? 17 : kTiledGemmMinTokens<T>;
 
 // Tokens per group of the bf16-dot GEMV: up to 8, so a group has 2 x 8 = 16 accumulator chains
 // (vdpbf16ps: ~6 cycles latency at 2 per cycle on Zen 5, 12 chains to keep both pipes busy), and
-// 9-16 tokens in two equal groups (16: 8 + 8 instead of the f32 path's 6 + 6 + 4, whose last group
-// has 8 chains). A (row, token) chain does not depend on the grouping. matmul_bench, 2 threads,
-// 7 alternating rounds against groups of 6: BM_LmHead_BF16_Bf16DotPairs/16 (lm_head from DRAM)
-// 355-449 -> 389-509 GFLOP/s, faster in 6 of 7 (median +10%); BM_Gemm_BF16_1024_Bf16DotPairs/16
-// (in cache) 389-473 -> 459-524, faster in 6 of 7.
+// 9-16 tokens in two groups, the first one larger for odd counts (16: 8 + 8 instead of the f32
+// path's 6 + 6 + 4, whose last group has 8 chains; 9: 5 + 4). A (row, token) chain does not
+// depend on the grouping. matmul_bench, 2 threads, 7 alternating rounds against groups of 6:
+// BM_LmHead_BF16_Bf16DotPairs/16 (lm_head from DRAM) 355-449 -> 389-509 GFLOP/s, faster in 6 of
+// 7 (median +10%); BM_Gemm_BF16_1024_Bf16DotPairs/16 (in cache) 389-473 -> 459-524, faster in 6
+// of 7. Bf16NextGroup(n) for 1 <= n < kBf16GemmMinTokens<T> (n > 16 never reaches the GEMV).
 inline constexpr int kBf16GemvGroup = 8;
-constexpr int Bf16NextGroup(int64_t n) {
+inline constexpr int Bf16NextGroup(int64_t n) {
   return static_cast<int>(
       n <= kBf16GemvGroup ? n : (n <= 2 * kBf16GemvGroup ? (n + 1) / 2 : kBf16GemvGroup));
 }
-
-// Dispatches a group of g (kG .. kBf16GemvGroup) tokens to the fixed-size kernel F<g>.
-template <template <int> class F, int kG = 1, class... Args>
-HWY_INLINE void WithBf16Group(int g, Args&&... args) {
-  if constexpr (kG <= kBf16GemvGroup) {
-    if (g == kG) return F<kG>::run(args...);
-    return WithBf16Group<F, kG + 1>(g, args...);
-  } else {
-    HWY_ASSERT(false);
-  }
-}
+// TiledRowsWith hands the GEMV runs of GemvTiles(NextGroup(n_tok)) tiles (the f32 grouping):
+// more than one tile only for 1-2 tokens, where the two groupings agree, so a run's tiles and
+// groups always fit Bf16GemvTiles' kMaxGemvTiles x kMaxTok buffers.
+static_assert(Bf16NextGroup(1) == NextGroup(1) && Bf16NextGroup(2) == NextGroup(2) &&
+              GemvTiles(3) == 1 && GemvTiles(kBf16GemvGroup) == 1);
 
 // GEMV: rows [r_begin, r_end) of the nt (<= kMaxGemvTiles) tiles from ti for n_tok
 // (< kBf16GemmMinTokens<T>) tokens (FP8: their |x| ranges for the fold, as the f32 path).
@@ -275,6 +271,7 @@ HWY_INLINE void Bf16GemvTiles(const TiledView<T>& m, int64_t ti, int nt,
                               const float* HWY_RESTRICT x, int64_t n_tok, const AbsRange* ranges,
                               float* HWY_RESTRICT y, int64_t r_begin, int64_t r_end) {
   constexpr int64_t kMaxTok = kBf16GemmMinTokens<T>;
+  constexpr int kMaxGroup = static_cast<int>(std::min<int64_t>(kBf16GemvGroup, kMaxTok - 1));
   constexpr int64_t kAccStride = kMaxTok * kTileRows;
   constexpr int64_t kPairs = kTiledCols / 2;
   HWY_ALIGN float accb[kMaxGemvTiles * kAccStride];
@@ -309,13 +306,13 @@ HWY_INLINE void Bf16GemvTiles(const TiledView<T>& m, int64_t ti, int nt,
       const auto* xpc = static_cast<const uint32_t* const*>(xp);
       float* acc = accb + j0 * kTileRows;
       if (folded) {
-        WithBf16Group<Bf16GemvFn<T, true, kPaired>::template F>(static_cast<int>(g), nt, wt,
-                                                                tile_stride, c0, nc, xpc, c0 == 0,
-                                                                prefetch_bytes, acc, kAccStride);
+        WithGroup<Bf16GemvFn<T, true, kPaired>::template F, 1, kMaxGroup>(
+            static_cast<int>(g), nt, wt, tile_stride, c0, nc, xpc, c0 == 0, prefetch_bytes, acc,
+            kAccStride);
       } else {
-        WithBf16Group<Bf16GemvFn<T, false, kPaired>::template F>(static_cast<int>(g), nt, wt,
-                                                                 tile_stride, c0, nc, xpc, c0 == 0,
-                                                                 prefetch_bytes, acc, kAccStride);
+        WithGroup<Bf16GemvFn<T, false, kPaired>::template F, 1, kMaxGroup>(
+            static_cast<int>(g), nt, wt, tile_stride, c0, nc, xpc, c0 == 0, prefetch_bytes, acc,
+            kAccStride);
       }
       prefetch_bytes += kTiledCols * kTileRows * static_cast<int64_t>(sizeof(T));
     }

@@ -119,8 +119,9 @@ struct Workspace {
   std::vector<int32_t> n_sel;       // [max_tokens]; -1: every position <= the token's own
   ForwardTrace* trace = nullptr;    // tests only: record routing and index decisions
   // Routed experts whose weights the MoE layers read (an expert counts once per layer and
-  // forward, however many of the forward's tokens chose it), summed over every forward since the
-  // owner last zeroed it: `dsserve bench-model`'s weight bytes per decode step at batch > 1.
+  // forward, however many of the forward's tokens chose it), summed over every forward since
+  // construction (callers take differences): `dsserve bench-model`'s weight bytes per decode step
+  // at batch > 1.
   int64_t routed_expert_reads = 0;
 };
 

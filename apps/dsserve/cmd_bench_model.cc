@@ -322,6 +322,7 @@ int run_bench_model(const BenchModelArgs& a) {
   struct BatchRow {
     int32_t b;
     double tok_s, routed_reads_per_step, step_bytes;  // means over the timed steps
+    double roofline_tok_s = 0;  // b x the run's highest bandwidth sample / step_bytes (set below)
   };
   std::vector<BatchRow> batch_rows;  // one per batch size, the last run of a repeated one
   for (int32_t b : a.context_only ? std::vector<int32_t>{} : a.decode_batch) {
@@ -371,8 +372,9 @@ int run_bench_model(const BenchModelArgs& a) {
   // the routed experts its tokens chose (each distinct expert of a layer once), at the run's
   // highest bandwidth sample. roofline_bsB_speedup: batch B's roofline over batch 1's, the
   // speedup over batch 1 that the weight bytes allow at equal bandwidth efficiency.
-  for (const BatchRow& r : batch_rows) {
-    const double rl = r.b * bw * 1e9 / r.step_bytes;
+  for (BatchRow& r : batch_rows) {
+    r.roofline_tok_s = r.b * bw * 1e9 / r.step_bytes;
+    const double rl = r.roofline_tok_s;
     j[str_cat("decode_bs", r.b, "_weight_bytes_per_step")] = r.step_bytes;
     if (bytes.n_moe_layers > 0) {
       j[str_cat("decode_bs", r.b, "_routed_experts_per_layer")] =
@@ -440,7 +442,7 @@ int run_bench_model(const BenchModelArgs& a) {
         "x bs1 |\n|------:|--------------:|--------:|---------------:|------:|--------:|------:|"
         "--------------:|\n");
     for (const BatchRow& r : batch_rows) {
-      const double rl = r.b * bw * 1e9 / r.step_bytes;
+      const double rl = r.roofline_tok_s;
       if (bytes.n_moe_layers > 0) {
         std::printf("| %5d | %13.2f |", r.b, r.routed_reads_per_step / bytes.n_moe_layers);
       } else {

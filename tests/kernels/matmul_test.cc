@@ -335,8 +335,10 @@ void TestMatmulTiledBf16Dot() {
     return;
   }
   Rng rng(4242);
+  // 80 x 2101: odd columns over row ranges of several tiles, where BF16 converts x once per call
+  // up to 15 tokens and per block at 16 (kBf16CallXsPairs).
   const int64_t shapes[][2] = {{1, 1},  {8, 16},   {37, 2100}, {300, 256}, {130, 1040},
-                               {5, 47}, {64, 133}, {3, 2},     {70, 62}};
+                               {5, 47}, {64, 133}, {3, 2},     {70, 62},   {80, 2101}};
   for (DType dt : {DType::kF8E4M3, DType::kBF16}) {
     for (const auto& s : shapes) {
       const int64_t rows = s[0], cols = s[1];

@@ -267,13 +267,13 @@ static_assert(Bf16NextGroup(1) == NextGroup(1) && Bf16NextGroup(2) == NextGroup(
 // GEMV: rows [r_begin, r_end) of the nt (<= kMaxGemvTiles) tiles from ti for n_tok
 // (< kBf16GemmMinTokens<T>) tokens (FP8: their |x| ranges for the fold, as the f32 path).
 // xs_rows (BF16 only; null: converted here per column block and group): every token's xs pairs
-// converted once by the caller, token j's pair q at xs_rows[j * xs_stride + q] (Bf16PairsOfX of
-// the whole row with factor 1, which is BF16's x factor: the same words the per-block conversion
+// converted once by the caller, token j's pair q at xs_rows[j * xs_stride_pairs + q] (Bf16PairsOfX
+// of the whole row with factor 1, which is BF16's x factor: the same words the per-block conversion
 // gives, as blocks start at even columns).
 template <bool kPaired, typename T>
 HWY_INLINE void Bf16GemvTiles(const TiledView<T>& m, int64_t ti, int nt,
                               const float* HWY_RESTRICT x, int64_t n_tok, const AbsRange* ranges,
-                              const uint32_t* HWY_RESTRICT xs_rows, int64_t xs_stride,
+                              const uint32_t* HWY_RESTRICT xs_rows, int64_t xs_stride_pairs,
                               float* HWY_RESTRICT y, int64_t r_begin, int64_t r_end) {
   constexpr int64_t kMaxTok = kBf16GemmMinTokens<T>;
   constexpr int kMaxGroup = static_cast<int>(std::min<int64_t>(kBf16GemvGroup, kMaxTok - 1));
@@ -297,7 +297,8 @@ HWY_INLINE void Bf16GemvTiles(const TiledView<T>& m, int64_t ti, int nt,
       }
       const uint32_t* xp[kMaxGemvTiles * kMaxTok];
       for (int t = 0; xs_rows != nullptr && t < nt; ++t) {
-        for (int64_t j = 0; j < g; ++j) xp[t * g + j] = xs_rows + (j0 + j) * xs_stride + c0 / 2;
+        for (int64_t j = 0; j < g; ++j)
+          xp[t * g + j] = xs_rows + (j0 + j) * xs_stride_pairs + c0 / 2;
       }
       for (int t = 0; xs_rows == nullptr && t < nt; ++t) {
         const float ft = folded ? f[t] * kTiledFp8Fold : f[t];
@@ -458,28 +459,32 @@ HWY_INLINE void Bf16GemmTiles(const TiledView<T>& m, int64_t ti, int nt,
 // even), as TiledRows.
 // BF16 through the GEMV converts x to bf16 pairs once per call where every token's row fits
 // kBf16CallXsPairs (64 KiB of stack: ds-mini's lm_head at 16 tokens, a 7168-column V3 one up to
-// 4), instead of per tile, column block and token group (~15% of lm_head's samples at 16 tokens;
-// FP8's factor differs per scale block, so FP8 keeps converting per block).
+// 4), instead of per GEMV run, column block and token group (that conversion was ~15% of lm_head's
+// perf samples at 16 tokens; FP8's factor differs per scale block, so FP8 keeps converting per
+// block).
 inline constexpr int64_t kBf16CallXsPairs = 16384;
 template <bool kPaired, typename T>
 void Bf16TiledRows(const TiledView<T>& m, const float* HWY_RESTRICT x, int64_t n_tok,
                    float* HWY_RESTRICT y, int64_t r_begin, int64_t r_end) {
   const uint32_t* xs_rows = nullptr;
-  const int64_t xs_stride = (m.n_cols + 1) / 2;
+  const int64_t xs_stride_pairs = (m.n_cols + 1) / 2;
   [[maybe_unused]] HWY_ALIGN uint32_t xs_call[std::is_same_v<T, uint16_t> ? kBf16CallXsPairs : 1];
   if constexpr (std::is_same_v<T, uint16_t>) {
-    // More than one tile: a single tile's own per-block conversion costs no more.
-    if (n_tok < kBf16GemmMinTokens<T> && n_tok * xs_stride <= kBf16CallXsPairs &&
-        r_end - r_begin > kTileRows) {
+    // More than one GEMV run (TiledRowsWith's runs of GemvTiles(NextGroup(n_tok)) tiles): one
+    // run's own conversion, shared by its tiles, costs no more.
+    const int64_t n_tiles = (r_end + kTileRows - 1) / kTileRows - r_begin / kTileRows;
+    if (n_tok < kBf16GemmMinTokens<T> && n_tok * xs_stride_pairs <= kBf16CallXsPairs &&
+        n_tiles > GemvTiles(NextGroup(n_tok))) {
       for (int64_t j = 0; j < n_tok; ++j)
-        Bf16PairsOfX(x + j * m.n_cols, m.n_cols, 1.0f, xs_call + j * xs_stride);
+        Bf16PairsOfX(x + j * m.n_cols, m.n_cols, 1.0f, xs_call + j * xs_stride_pairs);
       xs_rows = xs_call;
     }
   }
   TiledRowsWith<kBf16GemmMinTokens<T>, kTilesPerScaleBlock>(
       m, x, n_tok, r_begin, r_end,
       [&](int64_t ti, int nt, const AbsRange* ranges) HWY_ATTR {
-        Bf16GemvTiles<kPaired>(m, ti, nt, x, n_tok, ranges, xs_rows, xs_stride, y, r_begin, r_end);
+        Bf16GemvTiles<kPaired>(m, ti, nt, x, n_tok, ranges, xs_rows, xs_stride_pairs, y, r_begin,
+                               r_end);
       },
       [&](int64_t ti, int nt)
           HWY_ATTR { Bf16GemmTiles<kPaired>(m, ti, nt, x, n_tok, y, r_begin, r_end); });

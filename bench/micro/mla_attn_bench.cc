@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "base/rng.h"
+#include "kernels/cpu/cpu_features.h"
 #include "kernels/cpu/mla_attn.h"
 #include "kv/kv_cache.h"
 
@@ -34,9 +35,12 @@ struct DecodeQuery {
   std::vector<float> q_lat, q_pe, scratch, m, l, o;
 };
 
-void BM_MlaAttnDecode(benchmark::State& bs) {
-  const auto dtype = static_cast<DType>(bs.range(0));
-  const auto H = static_cast<int32_t>(bs.range(1));
+// bf16_scores: mla_attn_partial_bf16 (a bf16 cache, AVX512-BF16).
+void run_decode(benchmark::State& bs, DType dtype, int32_t H, bool bf16_scores) {
+  if (bf16_scores && !cpu::cpu_has_bf16_dot()) {
+    bs.SkipWithError("mla_attn_partial_bf16 needs AVX512-BF16");
+    return;
+  }
   KvCache kv(KvLayout{1, kR, kRope, kPage, 0, dtype}, kPositions / kPage);
   Rng rng(1);
   std::vector<float> row(kR + kRope);
@@ -55,8 +59,9 @@ void BM_MlaAttnDecode(benchmark::State& bs) {
                       kPage};
   DecodeQuery dq(H, kR, kRope, rng);
   for (auto _ : bs) {
-    cpu::mla_attn_partial(v, nullptr, 0, kPositions, dq.q_lat.data(), dq.q_pe.data(), H, 0.1f,
-                          dq.scratch.data(), dq.m.data(), dq.l.data(), dq.o.data());
+    (bf16_scores ? cpu::mla_attn_partial_bf16 : cpu::mla_attn_partial)(
+        v, nullptr, 0, kPositions, dq.q_lat.data(), dq.q_pe.data(), H, 0.1f, dq.scratch.data(),
+        dq.m.data(), dq.l.data(), dq.o.data());
     benchmark::DoNotOptimize(dq.o.data());
   }
   const double rows = static_cast<double>(bs.iterations()) * kPositions;
@@ -64,8 +69,17 @@ void BM_MlaAttnDecode(benchmark::State& bs) {
                        static_cast<int64_t>(kv.layout().latent_row_bytes()));
   bs.counters["FLOP/s"] =
       benchmark::Counter(rows * 2.0 * H * (2 * kR + kRope), benchmark::Counter::kIsRate);
-  bs.SetLabel(kv_dtype_name(dtype));
+  bs.SetLabel(bf16_scores ? "bf16, bf16-dot scores" : kv_dtype_name(dtype));
 }
+void BM_MlaAttnDecode(benchmark::State& bs) {
+  run_decode(bs, static_cast<DType>(bs.range(0)), static_cast<int32_t>(bs.range(1)), false);
+}
+// The bf16 cache with the scores by vdpbf16ps (as the model runs with --matmul-dtype bf16):
+// compare with BM_MlaAttnDecode/<bf16>/H.
+void BM_MlaAttnDecodeBf16Scores(benchmark::State& bs) {
+  run_decode(bs, DType::kBF16, static_cast<int32_t>(bs.range(0)), true);
+}
+BENCHMARK(BM_MlaAttnDecodeBf16Scores)->Arg(16)->Arg(128)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_MlaAttnDecode)
     ->ArgsProduct({{static_cast<int64_t>(DType::kF32), static_cast<int64_t>(DType::kBF16),
                     static_cast<int64_t>(DType::kF8E4M3)},

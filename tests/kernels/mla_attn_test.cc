@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <numeric>
 #include <vector>
 
@@ -143,6 +144,74 @@ void TestMlaAttnMatchesRef() {
   }
 }
 
+// mla_attn_partial_bf16 against the same double reference fed its contract's query: q rounded to
+// bf16 after scaling (round to nearest even, an f32 subnormal as zero) and a scale of 1, so the
+// kernel and the reference differ only by f32 sums and exp, as the f32 test above (2e-5).
+void TestMlaAttnBf16ScoresMatchesRef() {
+  if (!kTargetHasBf16Dot || !__builtin_cpu_supports("avx512bf16")) {
+    fprintf(stderr, "TestMlaAttnBf16ScoresMatchesRef: skipped on %s (no AVX512-BF16)\n",
+            hwy::TargetName(HWY_TARGET));
+    return;
+  }
+  auto bf16_round = [](float v) {
+    if (std::fpclassify(v) == FP_SUBNORMAL) return 0.0f;
+    uint32_t u;
+    std::memcpy(&u, &v, 4);
+    u = (u + ((u >> 16) & 1u) + 0x7FFFu) & 0xFFFF0000u;
+    float r;
+    std::memcpy(&r, &u, 4);
+    return r;
+  };
+  Rng rng(3);
+  // Heads 17: two head vectors, the second padded; R 200: latent pairs not a multiple of 16.
+  for (auto [R, dr, H] : {std::tuple{64, 16, 1}, std::tuple{128, 16, 8}, std::tuple{200, 8, 3},
+                          std::tuple{256, 32, 16}, std::tuple{512, 64, 17}}) {
+    for (int32_t n_pos : {1, 5, 33, 130}) {
+      SCOPED_TRACE(testing::Message() << "R " << R << " H " << H << " n " << n_pos);
+      test::PagedRows pr(DType::kBF16, R, dr, 16, n_pos, rng);
+      std::vector<float> q_lat(static_cast<size_t>(H * R)), q_pe(static_cast<size_t>(H * dr));
+      for (auto& x : q_lat) x = rng.normal();
+      for (auto& x : q_pe) x = rng.normal();
+      const float scale = 0.5f / std::sqrt(static_cast<float>(R));
+      std::vector<float> qs_lat(q_lat.size()), qs_pe(q_pe.size());
+      for (size_t i = 0; i < q_lat.size(); ++i) qs_lat[i] = bf16_round(scale * q_lat[i]);
+      for (size_t i = 0; i < q_pe.size(); ++i) qs_pe[i] = bf16_round(scale * q_pe[i]);
+      std::vector<int32_t> sparse;
+      for (int32_t p = 0; p < n_pos; ++p) {
+        if (p == n_pos - 1 || rng.next_u64() % 3 == 0) sparse.push_back(p);
+      }
+      for (const bool dense : {true, false}) {
+        const int32_t* pos = dense ? nullptr : sparse.data();
+        const int64_t n = dense ? n_pos : static_cast<int64_t>(sparse.size());
+        std::vector<float> want(static_cast<size_t>(H * R)), f32(want.size());
+        ref::mla_attn(pr.view, pos, n, qs_lat.data(), qs_pe.data(), H, 1.0f, want.data());
+        ref::mla_attn(pr.view, pos, n, q_lat.data(), q_pe.data(), H, scale, f32.data());
+        for (int32_t n_parts : {1, 2, 5}) {
+          std::vector<float> scratch(static_cast<size_t>(mla_attn_scratch_floats(H, R, dr)));
+          std::vector<float> m(static_cast<size_t>(n_parts * H)), l(m.size()),
+              o(static_cast<size_t>(n_parts * H * R));
+          for (int32_t i = 0; i < n_parts; ++i) {
+            MlaAttnPartialBf16(pr.view, pos, n * i / n_parts, n * (i + 1) / n_parts, q_lat.data(),
+                               q_pe.data(), H, scale, scratch.data(), m.data() + i * H,
+                               l.data() + i * H, o.data() + static_cast<size_t>(i) * H * R);
+          }
+          std::vector<float> got(want.size());
+          MlaAttnMerge(n_parts, m.data(), l.data(), o.data(), H, R, got.data());
+          EXPECT_LE(test::rel_rms(got.data(), want.data(), static_cast<int64_t>(got.size())), 2e-5)
+              << "parts " << n_parts << " dense " << dense;
+          // The kernel does round q: it agrees with the rounded reference better than with the
+          // unrounded one wherever the weights depend on the scores (two or more positions).
+          if (n > 1) {
+            EXPECT_LT(test::rel_rms(got.data(), want.data(), static_cast<int64_t>(got.size())),
+                      test::rel_rms(got.data(), f32.data(), static_cast<int64_t>(got.size())))
+                << "parts " << n_parts << " dense " << dense;
+          }
+        }
+      }
+    }
+  }
+}
+
 }  // namespace dss::cpu::HWY_NAMESPACE
 HWY_AFTER_NAMESPACE();
 
@@ -151,5 +220,6 @@ namespace dss::cpu {
 HWY_BEFORE_TEST(MlaAttnTest);
 HWY_EXPORT_AND_TEST_P(MlaAttnTest, TestMlaLoadRowsExact);
 HWY_EXPORT_AND_TEST_P(MlaAttnTest, TestMlaAttnMatchesRef);
+HWY_EXPORT_AND_TEST_P(MlaAttnTest, TestMlaAttnBf16ScoresMatchesRef);
 }  // namespace dss::cpu
 #endif

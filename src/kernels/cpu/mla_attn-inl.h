@@ -12,6 +12,7 @@
 #include <cstring>
 #include <limits>
 
+#include "base/check.h"
 #include "hwy/cache_control.h"
 #include "hwy/contrib/math/math-inl.h"
 #include "hwy/highway.h"
@@ -134,6 +135,35 @@ HWY_INLINE void ScoreRows(DF df, const float* HWY_RESTRICT qt, int64_t Hp, int64
   }
 }
 
+#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
+// ScoreRows with vdpbf16ps (AVX512-BF16) on a bf16 cache: st[j, heads] = the chain over the
+// row's (d_latent + d_rope) / 2 bf16 pairs in order (latent, then rope) of qp[pair, heads] . the
+// row's pair, read from the cache row itself (rows[r]: row j0 + r as 32-bit pairs, the even
+// element low). qp holds bf16(fl(scale * q)) pairs (MlaAttnPartial).
+template <int kRows, int kHV>
+HWY_INLINE void ScoreRowsBf16(const uint32_t* HWY_RESTRICT qp, int64_t Hp, int64_t v0,
+                              const uint32_t* const* rows, int64_t n_pairs, int64_t j0,
+                              float* HWY_RESTRICT st) {
+  const hn::ScalableTag<float> df;
+  const hn::ScalableTag<uint32_t> du;
+  const auto N = static_cast<int64_t>(hn::Lanes(df));
+  hn::Vec<decltype(df)> acc[kRows * kHV];
+  for (int i = 0; i < kRows * kHV; ++i) acc[i] = hn::Zero(df);
+  for (int64_t c = 0; c < n_pairs; ++c) {
+    hn::Vec<decltype(du)> qv[kHV];
+    for (int u = 0; u < kHV; ++u) qv[u] = hn::LoadU(du, qp + c * Hp + (v0 + u) * N);
+    for (int r = 0; r < kRows; ++r) {
+      const auto b = hn::Set(du, rows[r][c]);
+      for (int u = 0; u < kHV; ++u) acc[r * kHV + u] = DotBf16Pairs(acc[r * kHV + u], qv[u], b);
+    }
+  }
+  for (int r = 0; r < kRows; ++r) {
+    for (int u = 0; u < kHV; ++u)
+      hn::StoreU(acc[r * kHV + u], df, st + (j0 + r) * Hp + (v0 + u) * N);
+  }
+}
+#endif
+
 // o[h, c-block] = o * corr[h] + sum_{j < nt} p[j, h] * lat[j, c-block] for heads [h0, h0 + kH)
 // and kCV vectors of c from c0; one FMA chain per output element in j order.
 template <int kH, int kCV, class DF>
@@ -179,9 +209,13 @@ HWY_INLINE void AccumulateOutHeads(DF df, const float* HWY_RESTRICT st, int64_t 
 
 // Scratch layout (floats): lat [T, R] | pe [T, dr] | qt [R + dr, Hp] | st [T, Hp] | mh, lh, corr
 // [Hp] each, T = kMlaAttnTile (a multiple of the 6-row score block), Hp = mla_heads_padded(H).
-inline void MlaAttnPartial(const MlaCacheView& kv, const int32_t* pos, int64_t i_begin,
-                           int64_t i_end, const float* q_lat, const float* q_pe, int32_t n_heads,
-                           float scale, float* scratch, float* m, float* l, float* o) {
+// kBf16Scores (AVX3 targets, a kBF16 cache, a CPU with AVX512-BF16): the scores by
+// ScoreRowsBf16 from qp = bf16(fl(scale * q)) pairs (the qt region, converted in place) and the
+// cache's bf16 rows as stored; the softmax and P V as the f32 path.
+template <bool kBf16Scores>
+inline void MlaAttnPartialT(const MlaCacheView& kv, const int32_t* pos, int64_t i_begin,
+                            int64_t i_end, const float* q_lat, const float* q_pe, int32_t n_heads,
+                            float scale, float* scratch, float* m, float* l, float* o) {
   const hn::ScalableTag<float> df;
   const auto N = static_cast<int64_t>(hn::Lanes(df));
   const int64_t R = kv.d_latent, dr = kv.d_rope, T = kMlaAttnTile, H = n_heads;
@@ -199,6 +233,27 @@ inline void MlaAttnPartial(const MlaCacheView& kv, const int32_t* pos, int64_t i
     for (int64_t h = 0; h < Hp; ++h)
       qt[c * Hp + h] = h < H ? scale * (c < R ? q_lat[h * R + c] : q_pe[h * dr + c - R]) : 0.0f;
   }
+  [[maybe_unused]] const auto* qp = reinterpret_cast<const uint32_t*>(qt);
+#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
+  if constexpr (kBf16Scores) {
+    // qt rows (2p, 2p + 1) -> pair row p, lanes interleaved (head h: the pair's even column low),
+    // in place: pair row p overwrites qt row p, which pair p / 2 has already read.
+    const hn::ScalableTag<uint32_t> du;
+    const __m512i interleave =
+        _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8, 23, 7, 22, 6,
+                         21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
+    auto* qpw = reinterpret_cast<uint32_t*>(qt);
+    for (int64_t p = 0; p < (R + dr) / 2; ++p) {
+      for (int64_t v = 0; v < HV; ++v) {
+        const auto a = hn::LoadU(df, qt + 2 * p * Hp + v * N);
+        const auto b = hn::LoadU(df, qt + (2 * p + 1) * Hp + v * N);
+        const hn::Vec512<uint32_t> words{
+            _mm512_permutexvar_epi16(interleave, Bf16PairsOf(a, b).raw)};
+        hn::StoreU(words, du, qpw + p * Hp + v * N);
+      }
+    }
+  }
+#endif
   constexpr float kNegInf = -std::numeric_limits<float>::infinity();
   std::fill(mh, mh + Hp, kNegInf);
   std::fill(lh, lh + Hp, 0.0f);
@@ -214,6 +269,21 @@ inline void MlaAttnPartial(const MlaCacheView& kv, const int32_t* pos, int64_t i
     std::fill(lat + nt * R, lat + nb * R, 0.0f);
     std::fill(pe + nt * dr, pe + nb * dr, 0.0f);
     for (int64_t j0 = 0; j0 < nb; j0 += kRows) {
+#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
+      if constexpr (kBf16Scores) {
+        // Rows past nt (scores unused) repeat the last row.
+        const uint32_t* rows[kRows];
+        for (int r = 0; r < kRows; ++r) {
+          const int64_t i = i0 + std::min<int64_t>(j0 + r, nt - 1);
+          rows[r] =
+              reinterpret_cast<const uint32_t*>(kv.row(pos ? pos[i] : static_cast<int32_t>(i)));
+        }
+        int64_t v = 0;
+        for (; v + 2 <= HV; v += 2) ScoreRowsBf16<kRows, 2>(qp, Hp, v, rows, (R + dr) / 2, j0, st);
+        for (; v < HV; ++v) ScoreRowsBf16<kRows, 1>(qp, Hp, v, rows, (R + dr) / 2, j0, st);
+        continue;
+      }
+#endif
       int64_t v = 0;
       for (; v + 2 <= HV; v += 2) ScoreRows<kRows, 2>(df, qt, Hp, v, lat, R, pe, dr, j0, st);
       for (; v < HV; ++v) ScoreRows<kRows, 1>(df, qt, Hp, v, lat, R, pe, dr, j0, st);
@@ -241,6 +311,27 @@ inline void MlaAttnPartial(const MlaCacheView& kv, const int32_t* pos, int64_t i
   }
   std::copy(mh, mh + H, m);
   std::copy(lh, lh + H, l);
+}
+
+inline void MlaAttnPartial(const MlaCacheView& kv, const int32_t* pos, int64_t i_begin,
+                           int64_t i_end, const float* q_lat, const float* q_pe, int32_t n_heads,
+                           float scale, float* scratch, float* m, float* l, float* o) {
+  MlaAttnPartialT<false>(kv, pos, i_begin, i_end, q_lat, q_pe, n_heads, scale, scratch, m, l, o);
+}
+
+// mla_attn_partial_bf16 (kernels/cpu/mla_attn.h): only where the target has vdpbf16ps.
+inline void MlaAttnPartialBf16(const MlaCacheView& kv, const int32_t* pos, int64_t i_begin,
+                               int64_t i_end, const float* q_lat, const float* q_pe,
+                               int32_t n_heads, float scale, float* scratch, float* m, float* l,
+                               float* o) {
+  DSS_CHECK(kv.dtype == DType::kBF16 && kv.d_latent % 2 == 0 && kv.d_rope % 2 == 0,
+            "mla_attn_partial_bf16: needs a bf16 cache with even widths");
+  if constexpr (kTargetHasBf16Dot) {
+    return MlaAttnPartialT<true>(kv, pos, i_begin, i_end, q_lat, q_pe, n_heads, scale, scratch, m,
+                                 l, o);
+  }
+  DSS_CHECK(false, "mla_attn_partial_bf16 on target ", hwy::TargetName(HWY_TARGET),
+            " (needs AVX3 + AVX512-BF16)");
 }
 
 inline void MlaAttnMerge(int32_t n_parts, const float* m, const float* l, const float* o,

@@ -11,6 +11,7 @@
 namespace dss::cpu {
 
 HWY_EXPORT(MlaAttnPartial);
+HWY_EXPORT(MlaAttnPartialBf16);
 HWY_EXPORT(MlaAttnMerge);
 HWY_EXPORT(MlaLoadRows);
 
@@ -23,6 +24,13 @@ void mla_attn_partial(const MlaCacheView& kv, const int32_t* pos, int64_t i_begi
                       const float* q_lat, const float* q_pe, int32_t n_heads, float scale,
                       float* scratch, float* m, float* l, float* o) {
   HWY_DYNAMIC_DISPATCH(MlaAttnPartial)
+  (kv, pos, i_begin, i_end, q_lat, q_pe, n_heads, scale, scratch, m, l, o);
+}
+
+void mla_attn_partial_bf16(const MlaCacheView& kv, const int32_t* pos, int64_t i_begin,
+                           int64_t i_end, const float* q_lat, const float* q_pe, int32_t n_heads,
+                           float scale, float* scratch, float* m, float* l, float* o) {
+  HWY_DYNAMIC_DISPATCH(MlaAttnPartialBf16)
   (kv, pos, i_begin, i_end, q_lat, q_pe, n_heads, scale, scratch, m, l, o);
 }
 

@@ -291,6 +291,16 @@ void Model::mla_absorbed(int32_t i_layer, const ForwardBatch& b, const int32_t* 
       }
     }
   };
+  // With the bf16-dot matmuls (matmul_bf16: the CPU has AVX512-BF16) a bf16 cache's scores run
+  // by vdpbf16ps too, q rounded to bf16 as DeepSeek's bf16 inference holds it
+  // (cpu::mla_attn_partial_bf16).
+  const auto attn_partial = [&](const cpu::MlaCacheView& v, auto&&... args) {
+    if (matmul_bf16() && v.dtype == DType::kBF16 && v.d_latent % 2 == 0 && v.d_rope % 2 == 0) {
+      cpu::mla_attn_partial_bf16(v, args...);
+    } else {
+      cpu::mla_attn_partial(v, args...);
+    }
+  };
   // Attention, split-K over each token's attended positions in parts that depend only on its
   // count (never on the thread count), merged in part order: bit-identical for any number of
   // threads.
@@ -331,9 +341,9 @@ void Model::mla_absorbed(int32_t i_layer, const ForwardBatch& b, const int32_t* 
       float* scratch = ws.attn_scratch.data() + th * n_scratch;
       const TokenAttn& a = ta[0];
       const auto h = static_cast<size_t>(h0);  // part 0's buffers, this thread's heads
-      cpu::mla_attn_partial(a.view, a.ps, 0, a.n_att, ws.q_lat.data() + h * R,
-                            ws.q_pe.data() + h * dr, nh, scale, scratch, ws.part_m.data() + h,
-                            ws.part_l.data() + h, ws.part_o.data() + h * R);
+      attn_partial(a.view, a.ps, 0, a.n_att, ws.q_lat.data() + h * R, ws.q_pe.data() + h * dr, nh,
+                   scale, scratch, ws.part_m.data() + h, ws.part_l.data() + h,
+                   ws.part_o.data() + h * R);
       cpu::mla_attn_merge(1, ws.part_m.data() + h, ws.part_l.data() + h, ws.part_o.data() + h * R,
                           nh, R, ws.o_lat.data() + h * R);
       uv_heads(h0, h1, xg);
@@ -363,11 +373,11 @@ void Model::mla_absorbed(int32_t i_layer, const ForwardBatch& b, const int32_t* 
         const TokenAttn& a = ta[static_cast<size_t>(j)];
         const int64_t i = u - a.first_part;
         const auto iu = static_cast<size_t>(u);
-        cpu::mla_attn_partial(
-            a.view, a.ps, i * a.part, std::min<int64_t>(a.n_att, (i + 1) * a.part),
-            ws.q_lat.data() + static_cast<size_t>(j) * HR,
-            ws.q_pe.data() + static_cast<size_t>(j) * H * dr, H, scale, scratch,
-            ws.part_m.data() + iu * H, ws.part_l.data() + iu * H, ws.part_o.data() + iu * H * R);
+        attn_partial(a.view, a.ps, i * a.part, std::min<int64_t>(a.n_att, (i + 1) * a.part),
+                     ws.q_lat.data() + static_cast<size_t>(j) * HR,
+                     ws.q_pe.data() + static_cast<size_t>(j) * H * dr, H, scale, scratch,
+                     ws.part_m.data() + iu * H, ws.part_l.data() + iu * H,
+                     ws.part_o.data() + iu * H * R);
         if (a.n_parts == 1) {
           cpu::mla_attn_merge(1, ws.part_m.data() + iu * H, ws.part_l.data() + iu * H,
                               ws.part_o.data() + iu * H * R, H, R,

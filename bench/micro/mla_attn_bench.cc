@@ -35,9 +35,9 @@ struct DecodeQuery {
   std::vector<float> q_lat, q_pe, scratch, m, l, o;
 };
 
-// bf16_scores: mla_attn_partial_bf16 (a bf16 cache, AVX512-BF16).
-void run_decode(benchmark::State& bs, DType dtype, int32_t H, bool bf16_scores) {
-  if (bf16_scores && !cpu::cpu_has_bf16_dot()) {
+// bf16_dot: mla_attn_partial_bf16 (a bf16 cache, AVX512-BF16).
+void run_decode(benchmark::State& bs, DType dtype, int32_t H, bool bf16_dot) {
+  if (bf16_dot && !cpu::cpu_has_bf16_dot()) {
     bs.SkipWithError("mla_attn_partial_bf16 needs AVX512-BF16");
     return;
   }
@@ -59,7 +59,7 @@ void run_decode(benchmark::State& bs, DType dtype, int32_t H, bool bf16_scores) 
                       kPage};
   DecodeQuery dq(H, kR, kRope, rng);
   for (auto _ : bs) {
-    (bf16_scores ? cpu::mla_attn_partial_bf16 : cpu::mla_attn_partial)(
+    (bf16_dot ? cpu::mla_attn_partial_bf16 : cpu::mla_attn_partial)(
         v, nullptr, 0, kPositions, dq.q_lat.data(), dq.q_pe.data(), H, 0.1f, dq.scratch.data(),
         dq.m.data(), dq.l.data(), dq.o.data());
     benchmark::DoNotOptimize(dq.o.data());
@@ -69,17 +69,17 @@ void run_decode(benchmark::State& bs, DType dtype, int32_t H, bool bf16_scores) 
                        static_cast<int64_t>(kv.layout().latent_row_bytes()));
   bs.counters["FLOP/s"] =
       benchmark::Counter(rows * 2.0 * H * (2 * kR + kRope), benchmark::Counter::kIsRate);
-  bs.SetLabel(bf16_scores ? "bf16, bf16-dot scores" : kv_dtype_name(dtype));
+  bs.SetLabel(bf16_dot ? "bf16, bf16-dot" : kv_dtype_name(dtype));
 }
 void BM_MlaAttnDecode(benchmark::State& bs) {
   run_decode(bs, static_cast<DType>(bs.range(0)), static_cast<int32_t>(bs.range(1)), false);
 }
-// The bf16 cache with the scores by vdpbf16ps (as the model runs with --matmul-dtype bf16):
+// The bf16 cache through mla_attn_partial_bf16 (as the model runs with --matmul-dtype bf16):
 // compare with BM_MlaAttnDecode/<bf16>/H.
-void BM_MlaAttnDecodeBf16Scores(benchmark::State& bs) {
+void BM_MlaAttnDecodeBf16Dot(benchmark::State& bs) {
   run_decode(bs, DType::kBF16, static_cast<int32_t>(bs.range(0)), true);
 }
-BENCHMARK(BM_MlaAttnDecodeBf16Scores)->Arg(16)->Arg(128)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_MlaAttnDecodeBf16Dot)->Arg(16)->Arg(128)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_MlaAttnDecode)
     ->ArgsProduct({{static_cast<int64_t>(DType::kF32), static_cast<int64_t>(DType::kBF16),
                     static_cast<int64_t>(DType::kF8E4M3)},

@@ -162,6 +162,105 @@ HWY_INLINE void ScoreRowsBf16(const uint32_t* HWY_RESTRICT qp, int64_t Hp, int64
       hn::StoreU(acc[r * kHV + u], df, st + (j0 + r) * Hp + (v0 + u) * N);
   }
 }
+
+// 16-bit lane indices for _mm512_permutex2var_epi16 / permutexvar: words (a_k, b_k) for k in
+// [k0, k0 + 16) as 16 pairs, a the first source (indices 0-31), b at b_base on.
+inline __m512i PairWordsIndex(int k0, int b_base) {
+  alignas(64) int16_t idx[32];
+  for (int k = 0; k < 16; ++k) {
+    idx[2 * k] = static_cast<int16_t>(k0 + k);
+    idx[2 * k + 1] = static_cast<int16_t>(b_base + k0 + k);
+  }
+  return _mm512_load_si512(idx);
+}
+
+// A bf16 word as vdpbf16ps reads it (a subnormal as zero), and its flushing of subnormal sums.
+inline float Bf16Value(uint16_t w) { return (w & 0x7F80u) == 0 ? 0.0f : bf16_to_f32(w); }
+inline float FlushSubnormal(float v) { return std::fpclassify(v) == FP_SUBNORMAL ? 0.0f : v; }
+
+// latp[q * R + c] for the tile's row pairs q < ceil(nt / 2): rows i0 + 2q (low word) and
+// i0 + 2q + 1 (high; zero past nt) of latent column c, read from the bf16 cache as stored;
+// scattered rows prefetched kRowPrefetchAhead ahead as MlaLoadRows does.
+HWY_INLINE void LatentPairs(const MlaCacheView& kv, const int32_t* pos, int64_t i0, int64_t nt,
+                            int64_t i_prefetch_end, uint32_t* HWY_RESTRICT latp) {
+  const int64_t R = kv.d_latent;
+  const __m512i lo_idx = PairWordsIndex(0, 32), hi_idx = PairWordsIndex(16, 32);
+  auto row = [&](int64_t i) {
+    return reinterpret_cast<const uint16_t*>(kv.row(pos ? pos[i] : static_cast<int32_t>(i)));
+  };
+  for (int64_t q = 0; 2 * q < nt; ++q) {
+    const int64_t i = i0 + 2 * q;
+    if (pos != nullptr) {
+      for (int64_t k = i; k < std::min(i + 2, i_prefetch_end - kRowPrefetchAhead); ++k)
+        PrefetchRow(kv, pos[k + kRowPrefetchAhead]);
+    }
+    const uint16_t* a = row(i);
+    const uint16_t* b = 2 * q + 1 < nt ? row(i + 1) : nullptr;
+    uint32_t* out = latp + q * R;
+    int64_t c = 0;
+    for (; c + 32 <= R; c += 32) {
+      const __m512i va = _mm512_loadu_si512(a + c);
+      const __m512i vb = b != nullptr ? _mm512_loadu_si512(b + c) : _mm512_setzero_si512();
+      _mm512_storeu_si512(out + c, _mm512_permutex2var_epi16(va, lo_idx, vb));
+      _mm512_storeu_si512(out + c + 16, _mm512_permutex2var_epi16(va, hi_idx, vb));
+    }
+    for (; c < R; ++c) out[c] = a[c] | (b != nullptr ? uint32_t{b[c]} << 16 : 0u);
+  }
+}
+
+// AccumulateOut with vdpbf16ps: o[h, c] = o * corr[h], then per row pair q in order
+// DotBf16Pairs(o, latp[q, c], pp[q, h]) (the odd row's product added first), for heads
+// [h0, h0 + kH) and kCV vectors of c from c0.
+template <int kH, int kCV>
+HWY_INLINE void AccumulateOutBf16(const uint32_t* HWY_RESTRICT pp, int64_t Hp, int64_t h0,
+                                  const float* HWY_RESTRICT corr, const uint32_t* HWY_RESTRICT latp,
+                                  int64_t R, int64_t n_pairs, int64_t c0, float* HWY_RESTRICT o) {
+  const hn::ScalableTag<float> df;
+  const hn::ScalableTag<uint32_t> du;
+  const auto N = static_cast<int64_t>(hn::Lanes(df));
+  hn::Vec<decltype(df)> acc[kH * kCV];
+  for (int h = 0; h < kH; ++h) {
+    const auto vc = hn::Set(df, corr[h0 + h]);
+    for (int k = 0; k < kCV; ++k)
+      acc[h * kCV + k] = hn::Mul(hn::LoadU(df, o + (h0 + h) * R + c0 + k * N), vc);
+  }
+  for (int64_t q = 0; q < n_pairs; ++q) {
+    hn::Vec<decltype(du)> lv[kCV];
+    for (int k = 0; k < kCV; ++k) lv[k] = hn::LoadU(du, latp + q * R + c0 + k * N);
+    for (int h = 0; h < kH; ++h) {
+      const auto b = hn::Set(du, pp[q * Hp + h0 + h]);
+      for (int k = 0; k < kCV; ++k) acc[h * kCV + k] = DotBf16Pairs(acc[h * kCV + k], lv[k], b);
+    }
+  }
+  for (int h = 0; h < kH; ++h) {
+    for (int k = 0; k < kCV; ++k) hn::StoreU(acc[h * kCV + k], df, o + (h0 + h) * R + c0 + k * N);
+  }
+}
+
+template <int kH>
+HWY_INLINE void AccumulateOutHeadsBf16(const uint32_t* HWY_RESTRICT pp, int64_t Hp, int64_t h0,
+                                       const float* HWY_RESTRICT corr,
+                                       const uint32_t* HWY_RESTRICT latp, int64_t R,
+                                       int64_t n_pairs, float* HWY_RESTRICT o) {
+  constexpr int64_t N = 16;
+  int64_t c = 0;
+  for (; c + 3 * N <= R; c += 3 * N)
+    AccumulateOutBf16<kH, 3>(pp, Hp, h0, corr, latp, R, n_pairs, c, o);
+  for (; c + N <= R; c += N) AccumulateOutBf16<kH, 1>(pp, Hp, h0, corr, latp, R, n_pairs, c, o);
+  for (; c < R; ++c) {  // scalar tail: vdpbf16ps's steps (exact products, one rounding each)
+    for (int h = 0; h < kH; ++h) {
+      float a = o[(h0 + h) * R + c] * corr[h0 + h];
+      for (int64_t q = 0; q < n_pairs; ++q) {
+        const uint32_t w = latp[q * R + c], pw = pp[q * Hp + h0 + h];
+        a = FlushSubnormal(a + Bf16Value(static_cast<uint16_t>(w >> 16)) *
+                                   Bf16Value(static_cast<uint16_t>(pw >> 16)));
+        a = FlushSubnormal(a + Bf16Value(static_cast<uint16_t>(w)) *
+                                   Bf16Value(static_cast<uint16_t>(pw)));
+      }
+      o[(h0 + h) * R + c] = a;
+    }
+  }
+}
 #endif
 
 // o[h, c-block] = o * corr[h] + sum_{j < nt} p[j, h] * lat[j, c-block] for heads [h0, h0 + kH)
@@ -209,10 +308,12 @@ HWY_INLINE void AccumulateOutHeads(DF df, const float* HWY_RESTRICT st, int64_t 
 
 // Scratch layout (floats): lat [T, R] | pe [T, dr] | qt [R + dr, Hp] | st [T, Hp] | mh, lh, corr
 // [Hp] each, T = kMlaAttnTile (a multiple of the 6-row score block), Hp = mla_heads_padded(H).
-// kBf16Scores (AVX3 targets, a kBF16 cache, a CPU with AVX512-BF16): the scores by
-// ScoreRowsBf16 from qp = bf16(fl(scale * q)) pairs (the qt region, converted in place) and the
-// cache's bf16 rows as stored; the softmax and P V as the f32 path.
-template <bool kBf16Scores>
+// kBf16 (AVX3 targets, a kBF16 cache, a CPU with AVX512-BF16): mla_attn_partial_bf16's contract
+// (kernels/cpu/mla_attn.h): the scores by ScoreRowsBf16 from qp = bf16(fl(scale * q)) pairs (the
+// qt region, converted in place) and the cache's rows as stored, the softmax in f32, P V by
+// AccumulateOutBf16 from the tile's probability pairs (in st, in place) and row pairs (latp, in
+// the lat region).
+template <bool kBf16>
 inline void MlaAttnPartialT(const MlaCacheView& kv, const int32_t* pos, int64_t i_begin,
                             int64_t i_end, const float* q_lat, const float* q_pe, int32_t n_heads,
                             float scale, float* scratch, float* m, float* l, float* o) {
@@ -234,14 +335,13 @@ inline void MlaAttnPartialT(const MlaCacheView& kv, const int32_t* pos, int64_t 
       qt[c * Hp + h] = h < H ? scale * (c < R ? q_lat[h * R + c] : q_pe[h * dr + c - R]) : 0.0f;
   }
   [[maybe_unused]] const auto* qp = reinterpret_cast<const uint32_t*>(qt);
+  [[maybe_unused]] auto* latp = reinterpret_cast<uint32_t*>(lat);  // [ceil(T / 2), R] row pairs
 #if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
-  if constexpr (kBf16Scores) {
+  if constexpr (kBf16) {
     // qt rows (2p, 2p + 1) -> pair row p, lanes interleaved (head h: the pair's even column low),
     // in place: pair row p overwrites qt row p, which pair p / 2 has already read.
     const hn::ScalableTag<uint32_t> du;
-    const __m512i interleave =
-        _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8, 23, 7, 22, 6,
-                         21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
+    const __m512i interleave = PairWordsIndex(0, 16);
     auto* qpw = reinterpret_cast<uint32_t*>(qt);
     for (int64_t p = 0; p < (R + dr) / 2; ++p) {
       for (int64_t v = 0; v < HV; ++v) {
@@ -264,13 +364,18 @@ inline void MlaAttnPartialT(const MlaCacheView& kv, const int32_t* pos, int64_t 
   }
   for (int64_t i0 = i_begin; i0 < i_end; i0 += T) {
     const int64_t nt = std::min(T, i_end - i0);
-    MlaLoadRows(kv, pos, i0, nt, lat, pe, i_end);
     const int64_t nb = (nt + kRows - 1) / kRows * kRows;  // rows [nt, nb): zeros, scores unused
-    std::fill(lat + nt * R, lat + nb * R, 0.0f);
-    std::fill(pe + nt * dr, pe + nb * dr, 0.0f);
+#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
+    if constexpr (kBf16) LatentPairs(kv, pos, i0, nt, i_end, latp);
+#endif
+    if constexpr (!kBf16) {
+      MlaLoadRows(kv, pos, i0, nt, lat, pe, i_end);
+      std::fill(lat + nt * R, lat + nb * R, 0.0f);
+      std::fill(pe + nt * dr, pe + nb * dr, 0.0f);
+    }
     for (int64_t j0 = 0; j0 < nb; j0 += kRows) {
 #if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
-      if constexpr (kBf16Scores) {
+      if constexpr (kBf16) {
         // Rows past nt (scores unused) repeat the last row.
         const uint32_t* rows[kRows];
         for (int r = 0; r < kRows; ++r) {
@@ -305,10 +410,35 @@ inline void MlaAttnPartialT(const MlaCacheView& kv, const int32_t* pos, int64_t 
       hn::StoreU(m_new, df, mh + h);
       hn::StoreU(cr, df, corr + h);
     }
+#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
+    if constexpr (kBf16) {
+      // Probability pairs in place: pair row q (rows 2q, 2q + 1 as bf16, the odd one zero past
+      // nt, lanes interleaved as qp) overwrites st row q, which pair q / 2 has already read.
+      const hn::ScalableTag<uint32_t> du;
+      const __m512i interleave = PairWordsIndex(0, 16);
+      auto* ppw = reinterpret_cast<uint32_t*>(st);
+      const int64_t n_pairs = (nt + 1) / 2;
+      for (int64_t q = 0; q < n_pairs; ++q) {
+        for (int64_t v = 0; v < HV; ++v) {
+          const auto a = hn::LoadU(df, st + 2 * q * Hp + v * N);
+          const auto b =
+              2 * q + 1 < nt ? hn::LoadU(df, st + (2 * q + 1) * Hp + v * N) : hn::Zero(df);
+          const hn::Vec512<uint32_t> words{
+              _mm512_permutexvar_epi16(interleave, Bf16PairsOf(a, b).raw)};
+          hn::StoreU(words, du, ppw + q * Hp + v * N);
+        }
+      }
+      int64_t h = 0;
+      for (; h + 4 <= H; h += 4) AccumulateOutHeadsBf16<4>(ppw, Hp, h, corr, latp, R, n_pairs, o);
+      for (; h < H; ++h) AccumulateOutHeadsBf16<1>(ppw, Hp, h, corr, latp, R, n_pairs, o);
+      continue;
+    }
+#endif
     int64_t h = 0;
     for (; h + 4 <= H; h += 4) AccumulateOutHeads<4>(df, st, Hp, h, corr, lat, R, nt, o);
     for (; h < H; ++h) AccumulateOutHeads<1>(df, st, Hp, h, corr, lat, R, nt, o);
   }
+
   std::copy(mh, mh + H, m);
   std::copy(lh, lh + H, l);
 }

@@ -54,14 +54,16 @@ void mla_attn_partial(const MlaCacheView& kv, const int32_t* pos, int64_t i_begi
                       const float* q_lat, const float* q_pe, int32_t n_heads, float scale,
                       float* scratch, float* m, float* l, float* o);
 
-// mla_attn_partial with the scores by vdpbf16ps, for a kBF16 cache (even d_latent and d_rope) on
-// a CPU with AVX512-BF16 (cpu_features.h cpu_has_bf16_dot; elsewhere it CHECK-fails): per head,
-// qs = bf16(fl(scale * q)) (round to nearest even, an f32 subnormal as zero) over the latent then
-// rope parts, and score_h(p) = the chain over the pairs (c, c + 1) in order of qs . the row's
-// bf16 values (each pair: the odd product added first, exact products, round to nearest even,
-// subnormal results flushed; kernels/cpu/hwy_util-inl.h DotBf16Pairs), i.e. mla_attn_partial's
-// scores with q rounded to bf16 after scaling, as DeepSeek's bf16 inference holds q. The softmax
-// and the outputs as mla_attn_partial.
+// mla_attn_partial with vdpbf16ps, for a kBF16 cache (even d_latent and d_rope) on a CPU with
+// AVX512-BF16 (cpu_features.h cpu_has_bf16_dot; elsewhere it CHECK-fails), reading the cache's
+// bf16 pairs as stored. Per head: qs = bf16(fl(scale * q)) (round to nearest even, an f32
+// subnormal as zero), score_h(p) = the chain over the pairs (c, c + 1) in order (latent, then
+// rope) of qs . the row's values; the online softmax in f32 as mla_attn_partial (m, l of the
+// unrounded exp); o = o * corr + the chain over position pairs (2k, 2k + 1) of a tile of
+// bf16(exp(score - m)) . latent (a tile's odd last position paired with zero). Each pair step is
+// DotBf16Pairs's (kernels/cpu/hwy_util-inl.h: the odd product added first, exact products, round
+// to nearest even, subnormal results flushed). q and the probabilities in bf16, as DeepSeek's bf16
+// inference holds them.
 void mla_attn_partial_bf16(const MlaCacheView& kv, const int32_t* pos, int64_t i_begin,
                            int64_t i_end, const float* q_lat, const float* q_pe, int32_t n_heads,
                            float scale, float* scratch, float* m, float* l, float* o);

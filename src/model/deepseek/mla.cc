@@ -291,9 +291,9 @@ void Model::mla_absorbed(int32_t i_layer, const ForwardBatch& b, const int32_t* 
       }
     }
   };
-  // With the bf16-dot matmuls (matmul_bf16: the CPU has AVX512-BF16) a bf16 cache's scores run
-  // by vdpbf16ps too, q rounded to bf16 as DeepSeek's bf16 inference holds it
-  // (cpu::mla_attn_partial_bf16).
+  // With the bf16-dot matmuls (matmul_bf16: the CPU has AVX512-BF16) the attention over a bf16
+  // cache runs by vdpbf16ps too, q and the probabilities rounded to bf16 as DeepSeek's bf16
+  // inference holds them (cpu::mla_attn_partial_bf16).
   const auto attn_partial = [&](const cpu::MlaCacheView& v, auto&&... args) {
     if (matmul_bf16() && v.dtype == DType::kBF16 && v.d_latent % 2 == 0 && v.d_rope % 2 == 0) {
       cpu::mla_attn_partial_bf16(v, args...);

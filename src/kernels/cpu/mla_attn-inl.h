@@ -139,17 +139,17 @@ HWY_INLINE void ScoreRows(DF df, const float* HWY_RESTRICT qt, int64_t Hp, int64
 // ScoreRows with vdpbf16ps (AVX512-BF16) on a bf16 cache: st[j, heads] = the chain over the
 // row's (d_latent + d_rope) / 2 bf16 pairs in order (latent, then rope) of qp[pair, heads] . the
 // row's pair, read from the cache row itself (rows[r]: row j0 + r as 32-bit pairs, the even
-// element low). qp holds bf16(fl(scale * q)) pairs (MlaAttnPartial).
+// element low). qp holds bf16(fl(scale * q)) pairs (MlaAttnPartialT).
 template <int kRows, int kHV>
 HWY_INLINE void ScoreRowsBf16(const uint32_t* HWY_RESTRICT qp, int64_t Hp, int64_t v0,
-                              const uint32_t* const* rows, int64_t n_pairs, int64_t j0,
+                              const uint32_t* const* rows, int64_t n_col_pairs, int64_t j0,
                               float* HWY_RESTRICT st) {
   const hn::ScalableTag<float> df;
   const hn::ScalableTag<uint32_t> du;
   const auto N = static_cast<int64_t>(hn::Lanes(df));
   hn::Vec<decltype(df)> acc[kRows * kHV];
   for (int i = 0; i < kRows * kHV; ++i) acc[i] = hn::Zero(df);
-  for (int64_t c = 0; c < n_pairs; ++c) {
+  for (int64_t c = 0; c < n_col_pairs; ++c) {
     hn::Vec<decltype(du)> qv[kHV];
     for (int u = 0; u < kHV; ++u) qv[u] = hn::LoadU(du, qp + c * Hp + (v0 + u) * N);
     for (int r = 0; r < kRows; ++r) {
@@ -214,7 +214,8 @@ HWY_INLINE void LatentPairs(const MlaCacheView& kv, const int32_t* pos, int64_t 
 template <int kH, int kCV>
 HWY_INLINE void AccumulateOutBf16(const uint32_t* HWY_RESTRICT pp, int64_t Hp, int64_t h0,
                                   const float* HWY_RESTRICT corr, const uint32_t* HWY_RESTRICT latp,
-                                  int64_t R, int64_t n_pairs, int64_t c0, float* HWY_RESTRICT o) {
+                                  int64_t R, int64_t n_pos_pairs, int64_t c0,
+                                  float* HWY_RESTRICT o) {
   const hn::ScalableTag<float> df;
   const hn::ScalableTag<uint32_t> du;
   const auto N = static_cast<int64_t>(hn::Lanes(df));
@@ -224,7 +225,7 @@ HWY_INLINE void AccumulateOutBf16(const uint32_t* HWY_RESTRICT pp, int64_t Hp, i
     for (int k = 0; k < kCV; ++k)
       acc[h * kCV + k] = hn::Mul(hn::LoadU(df, o + (h0 + h) * R + c0 + k * N), vc);
   }
-  for (int64_t q = 0; q < n_pairs; ++q) {
+  for (int64_t q = 0; q < n_pos_pairs; ++q) {
     hn::Vec<decltype(du)> lv[kCV];
     for (int k = 0; k < kCV; ++k) lv[k] = hn::LoadU(du, latp + q * R + c0 + k * N);
     for (int h = 0; h < kH; ++h) {
@@ -241,16 +242,16 @@ template <int kH>
 HWY_INLINE void AccumulateOutHeadsBf16(const uint32_t* HWY_RESTRICT pp, int64_t Hp, int64_t h0,
                                        const float* HWY_RESTRICT corr,
                                        const uint32_t* HWY_RESTRICT latp, int64_t R,
-                                       int64_t n_pairs, float* HWY_RESTRICT o) {
+                                       int64_t n_pos_pairs, float* HWY_RESTRICT o) {
   constexpr int64_t N = 16;
   int64_t c = 0;
   for (; c + 3 * N <= R; c += 3 * N)
-    AccumulateOutBf16<kH, 3>(pp, Hp, h0, corr, latp, R, n_pairs, c, o);
-  for (; c + N <= R; c += N) AccumulateOutBf16<kH, 1>(pp, Hp, h0, corr, latp, R, n_pairs, c, o);
+    AccumulateOutBf16<kH, 3>(pp, Hp, h0, corr, latp, R, n_pos_pairs, c, o);
+  for (; c + N <= R; c += N) AccumulateOutBf16<kH, 1>(pp, Hp, h0, corr, latp, R, n_pos_pairs, c, o);
   for (; c < R; ++c) {  // scalar tail: vdpbf16ps's steps (exact products, one rounding each)
     for (int h = 0; h < kH; ++h) {
-      float a = o[(h0 + h) * R + c] * corr[h0 + h];
-      for (int64_t q = 0; q < n_pairs; ++q) {
+      float a = FlushSubnormal(o[(h0 + h) * R + c] * corr[h0 + h]);  // vdpbf16ps: DAZ
+      for (int64_t q = 0; q < n_pos_pairs; ++q) {
         const uint32_t w = latp[q * R + c], pw = pp[q * Hp + h0 + h];
         a = FlushSubnormal(a + Bf16Value(static_cast<uint16_t>(w >> 16)) *
                                    Bf16Value(static_cast<uint16_t>(pw >> 16)));
@@ -450,16 +451,20 @@ inline void MlaAttnPartial(const MlaCacheView& kv, const int32_t* pos, int64_t i
 }
 
 // mla_attn_partial_bf16 (kernels/cpu/mla_attn.h): only where the target has vdpbf16ps.
-inline void MlaAttnPartialBf16(const MlaCacheView& kv, const int32_t* pos, int64_t i_begin,
-                               int64_t i_end, const float* q_lat, const float* q_pe,
-                               int32_t n_heads, float scale, float* scratch, float* m, float* l,
-                               float* o) {
+// (Other targets: parameters unused, the call refused.)
+inline void MlaAttnPartialBf16(const MlaCacheView& kv, [[maybe_unused]] const int32_t* pos,
+                               [[maybe_unused]] int64_t i_begin, [[maybe_unused]] int64_t i_end,
+                               [[maybe_unused]] const float* q_lat,
+                               [[maybe_unused]] const float* q_pe, [[maybe_unused]] int32_t n_heads,
+                               [[maybe_unused]] float scale, [[maybe_unused]] float* scratch,
+                               [[maybe_unused]] float* m, [[maybe_unused]] float* l,
+                               [[maybe_unused]] float* o) {
   DSS_CHECK(kv.dtype == DType::kBF16 && kv.d_latent % 2 == 0 && kv.d_rope % 2 == 0,
             "mla_attn_partial_bf16: needs a bf16 cache with even widths");
-  if constexpr (kTargetHasBf16Dot) {
-    return MlaAttnPartialT<true>(kv, pos, i_begin, i_end, q_lat, q_pe, n_heads, scale, scratch, m,
-                                 l, o);
-  }
+#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
+  return MlaAttnPartialT<true>(kv, pos, i_begin, i_end, q_lat, q_pe, n_heads, scale, scratch, m, l,
+                               o);
+#endif
   DSS_CHECK(false, "mla_attn_partial_bf16 on target ", hwy::TargetName(HWY_TARGET),
             " (needs AVX3 + AVX512-BF16)");
 }

@@ -6,6 +6,8 @@
 #include "kernels/cpu/mla_attn-inl.h"
 
 #if HWY_ONCE
+#include "base/check.h"
+#include "kernels/cpu/cpu_features.h"
 #include "kernels/cpu/mla_attn.h"
 
 namespace dss::cpu {
@@ -30,6 +32,8 @@ void mla_attn_partial(const MlaCacheView& kv, const int32_t* pos, int64_t i_begi
 void mla_attn_partial_bf16(const MlaCacheView& kv, const int32_t* pos, int64_t i_begin,
                            int64_t i_end, const float* q_lat, const float* q_pe, int32_t n_heads,
                            float scale, float* scratch, float* m, float* l, float* o) {
+  // An AVX-512 CPU without AVX512-BF16 dispatches to the AVX3 target too: refuse, not SIGILL.
+  DSS_CHECK(cpu_has_bf16_dot(), "mla_attn_partial_bf16 on a CPU without AVX512-BF16");
   HWY_DYNAMIC_DISPATCH(MlaAttnPartialBf16)
   (kv, pos, i_begin, i_end, q_lat, q_pe, n_heads, scale, scratch, m, l, o);
 }

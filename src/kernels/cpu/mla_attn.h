@@ -39,7 +39,8 @@ inline constexpr int32_t kMlaAttnTile = 36;  // a multiple of the 6-row score bl
 inline int64_t mla_heads_padded(int32_t n_heads) { return (int64_t{n_heads} + 15) / 16 * 16; }
 
 // f32 scratch that one mla_attn_partial call needs: kMlaAttnTile * (d_latent + d_rope + Hp) +
-// (d_latent + d_rope) * Hp + 3 * Hp, Hp = n_heads rounded up to a multiple of 16.
+// (d_latent + d_rope) * Hp + 3 * Hp, Hp = n_heads rounded up to a multiple of 16 (the same for
+// mla_attn_partial_bf16, which uses about half of it).
 int64_t mla_attn_scratch_floats(int32_t n_heads, int32_t d_latent, int32_t d_rope);
 
 // Partial attention of one query token, all heads, over the attended positions

@@ -22,6 +22,7 @@
 #include "base/rng.h"
 #include "kernels/ref/ref_kernels.h"
 #include "tensor/tiled_layout.h"
+#include "tests/kernels/bf16_round.h"
 #include "tests/kernels/random_matrix.h"
 namespace dss::test {
 // MatmulArith::kBf16Dot's canonical arithmetic (kernels/cpu/matmul_bf16-inl.h), emulated in
@@ -30,15 +31,6 @@ namespace dss::test {
 // per 128-column block the pairs (c, c + 1) in order, odd column first, each an exact product added
 // with one rounding and a subnormal sum flushed to zero, block sums added in order. w is row-major
 // FP8 or BF16.
-inline float bf16_round(float v) {
-  if (std::fpclassify(v) == FP_SUBNORMAL) return 0.0f;  // a normal float rounds to a normal bf16
-  uint32_t u;
-  std::memcpy(&u, &v, 4);
-  u = (u + ((u >> 16) & 1u) + 0x7FFFu) & 0xFFFF0000u;
-  float r;
-  std::memcpy(&r, &u, 4);
-  return r;
-}
 inline float ftz(float v) { return std::fpclassify(v) == FP_SUBNORMAL ? 0.0f : v; }
 inline void emulate_bf16_dot(const Matrix& w, const float* x, int64_t n_tok, float* y) {
   for (int64_t t = 0; t < n_tok; ++t) {

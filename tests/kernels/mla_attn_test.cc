@@ -23,6 +23,7 @@
 #include "base/rng.h"
 #include "kernels/ref/ref_kernels.h"
 #include "kv/kv_cache.h"
+#include "tests/kernels/bf16_round.h"
 #include "tests/kernels/rel_rms.h"
 namespace dss::test {
 // A one-layer cache of n_pos positions with random rows, and its view through a shuffled page
@@ -96,6 +97,27 @@ void TestMlaLoadRowsExact() {
   }
 }
 
+// The attention over pos[0, n) as n_parts split-K partials of `partial` (MlaAttnPartial or
+// MlaAttnPartialBf16), merged: out [H, R].
+template <class Partial>
+std::vector<float> PartsMerged(const Partial& partial, const cpu::MlaCacheView& view,
+                               const int32_t* pos, int64_t n, const std::vector<float>& q_lat,
+                               const std::vector<float>& q_pe, int32_t H, float scale,
+                               int32_t n_parts) {
+  const int32_t R = view.d_latent, dr = view.d_rope;
+  std::vector<float> scratch(static_cast<size_t>(mla_attn_scratch_floats(H, R, dr)));
+  std::vector<float> m(static_cast<size_t>(n_parts * H)), l(m.size()),
+      o(static_cast<size_t>(n_parts * H * R));
+  for (int32_t i = 0; i < n_parts; ++i) {
+    partial(view, pos, n * i / n_parts, n * (i + 1) / n_parts, q_lat.data(), q_pe.data(), H, scale,
+            scratch.data(), m.data() + i * H, l.data() + i * H,
+            o.data() + static_cast<size_t>(i) * H * R);
+  }
+  std::vector<float> out(static_cast<size_t>(H * R));
+  MlaAttnMerge(n_parts, m.data(), l.data(), o.data(), H, R, out.data());
+  return out;
+}
+
 void TestMlaAttnMatchesRef() {
   Rng rng(2);
   for (DType dt : {DType::kF32, DType::kBF16, DType::kF8E4M3}) {
@@ -124,16 +146,8 @@ void TestMlaAttnMatchesRef() {
           std::vector<float> want(static_cast<size_t>(H * R));
           ref::mla_attn(pr.view, pos, n, q_lat.data(), q_pe.data(), H, scale, want.data());
           for (int32_t n_parts : {1, 2, 5}) {
-            std::vector<float> scratch(static_cast<size_t>(mla_attn_scratch_floats(H, R, dr)));
-            std::vector<float> m(static_cast<size_t>(n_parts * H)), l(m.size()),
-                o(static_cast<size_t>(n_parts * H * R));
-            for (int32_t i = 0; i < n_parts; ++i) {
-              MlaAttnPartial(pr.view, pos, n * i / n_parts, n * (i + 1) / n_parts, q_lat.data(),
-                             q_pe.data(), H, scale, scratch.data(), m.data() + i * H,
-                             l.data() + i * H, o.data() + static_cast<size_t>(i) * H * R);
-            }
-            std::vector<float> got(want.size());
-            MlaAttnMerge(n_parts, m.data(), l.data(), o.data(), H, R, got.data());
+            const std::vector<float> got =
+                PartsMerged(MlaAttnPartial, pr.view, pos, n, q_lat, q_pe, H, scale, n_parts);
             EXPECT_LE(test::rel_rms(got.data(), want.data(), static_cast<int64_t>(got.size())),
                       2e-5)
                 << "parts " << n_parts << " dense " << dense;
@@ -156,15 +170,6 @@ void TestMlaAttnBf16MatchesRef() {
             hwy::TargetName(HWY_TARGET));
     return;
   }
-  auto bf16_round = [](float v) {
-    if (std::fpclassify(v) == FP_SUBNORMAL) return 0.0f;
-    uint32_t u;
-    std::memcpy(&u, &v, 4);
-    u = (u + ((u >> 16) & 1u) + 0x7FFFu) & 0xFFFF0000u;
-    float r;
-    std::memcpy(&r, &u, 4);
-    return r;
-  };
   Rng rng(3);
   double worst_all = 0;  // the largest |error| / S of any element, any case
   // Heads 17: two head vectors, the second padded; R 200: a latent tail past the last 16 and 32.
@@ -178,8 +183,8 @@ void TestMlaAttnBf16MatchesRef() {
       for (auto& x : q_pe) x = rng.normal();
       const float scale = 0.5f / std::sqrt(static_cast<float>(R));
       std::vector<float> qs_lat(q_lat.size()), qs_pe(q_pe.size());
-      for (size_t i = 0; i < q_lat.size(); ++i) qs_lat[i] = bf16_round(scale * q_lat[i]);
-      for (size_t i = 0; i < q_pe.size(); ++i) qs_pe[i] = bf16_round(scale * q_pe[i]);
+      for (size_t i = 0; i < q_lat.size(); ++i) qs_lat[i] = test::bf16_round(scale * q_lat[i]);
+      for (size_t i = 0; i < q_pe.size(); ++i) qs_pe[i] = test::bf16_round(scale * q_pe[i]);
       std::vector<int32_t> sparse;
       for (int32_t p = 0; p < n_pos; ++p) {
         if (p == n_pos - 1 || rng.next_u64() % 3 == 0) sparse.push_back(p);
@@ -215,16 +220,8 @@ void TestMlaAttnBf16MatchesRef() {
           }
         }
         for (int32_t n_parts : {1, 2, 5}) {
-          std::vector<float> scratch(static_cast<size_t>(mla_attn_scratch_floats(H, R, dr)));
-          std::vector<float> m(static_cast<size_t>(n_parts * H)), l(m.size()),
-              o(static_cast<size_t>(n_parts * H * R));
-          for (int32_t i = 0; i < n_parts; ++i) {
-            MlaAttnPartialBf16(pr.view, pos, n * i / n_parts, n * (i + 1) / n_parts, q_lat.data(),
-                               q_pe.data(), H, scale, scratch.data(), m.data() + i * H,
-                               l.data() + i * H, o.data() + static_cast<size_t>(i) * H * R);
-          }
-          std::vector<float> got(want.size());
-          MlaAttnMerge(n_parts, m.data(), l.data(), o.data(), H, R, got.data());
+          const std::vector<float> got =
+              PartsMerged(MlaAttnPartialBf16, pr.view, pos, n, q_lat, q_pe, H, scale, n_parts);
           double worst = 0;
           for (size_t i = 0; i < got.size(); ++i) {
             const double err = std::abs(double{got[i]} - want[i]);

@@ -59,6 +59,14 @@ struct PagedRows {
   std::vector<int32_t> pages;
   cpu::MlaCacheView view;
 };
+// A sorted subset of positions [0, n_pos): the last one and about a third of the others.
+inline std::vector<int32_t> SparseSubset(int32_t n_pos, dss::Rng& rng) {
+  std::vector<int32_t> sparse;
+  for (int32_t p = 0; p < n_pos; ++p) {
+    if (p == n_pos - 1 || rng.next_u64() % 3 == 0) sparse.push_back(p);
+  }
+  return sparse;
+}
 }  // namespace dss::test
 #endif
 
@@ -136,10 +144,7 @@ void TestMlaAttnMatchesRef() {
         for (auto& x : q_pe) x = rng.normal();
         const float scale = 0.5f / std::sqrt(static_cast<float>(R));
         // Dense and a sparse sorted subset.
-        std::vector<int32_t> sparse;
-        for (int32_t p = 0; p < n_pos; ++p) {
-          if (p == n_pos - 1 || rng.next_u64() % 3 == 0) sparse.push_back(p);
-        }
+        const std::vector<int32_t> sparse = test::SparseSubset(n_pos, rng);
         for (const bool dense : {true, false}) {
           const int32_t* pos = dense ? nullptr : sparse.data();
           const int64_t n = dense ? n_pos : static_cast<int64_t>(sparse.size());
@@ -185,10 +190,7 @@ void TestMlaAttnBf16MatchesRef() {
       std::vector<float> qs_lat(q_lat.size()), qs_pe(q_pe.size());
       for (size_t i = 0; i < q_lat.size(); ++i) qs_lat[i] = test::bf16_round(scale * q_lat[i]);
       for (size_t i = 0; i < q_pe.size(); ++i) qs_pe[i] = test::bf16_round(scale * q_pe[i]);
-      std::vector<int32_t> sparse;
-      for (int32_t p = 0; p < n_pos; ++p) {
-        if (p == n_pos - 1 || rng.next_u64() % 3 == 0) sparse.push_back(p);
-      }
+      const std::vector<int32_t> sparse = test::SparseSubset(n_pos, rng);
       for (const bool dense : {true, false}) {
         const int32_t* pos = dense ? nullptr : sparse.data();
         const int64_t n = dense ? n_pos : static_cast<int64_t>(sparse.size());

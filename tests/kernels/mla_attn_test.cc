@@ -168,7 +168,8 @@ void TestMlaAttnMatchesRef() {
 // probabilities rounded to bf16 (each off by at most 2^-8 of itself, bf16's unit roundoff) move
 // an output by at most 2^-8 of S = sum_p p |latent(p)| / sum_p p; 2^-12 of S more covers the f32
 // scores, sums and exp (the f32 kernel's test holds those to 2e-5 relative RMS). And the rounding
-// shows: some element is off by more than 2^-10 of its S (measured here: ~3.5e-3).
+// shows: some element is off by more than 2^-10 of its S (measured here: ~3.5e-3). A call over a
+// subset of the heads gives their bits of the all-heads call.
 void TestMlaAttnBf16MatchesRef() {
   if (!kTargetHasBf16Dot || !__builtin_cpu_supports("avx512bf16")) {
     fprintf(stderr, "TestMlaAttnBf16MatchesRef: skipped on %s (no AVX512-BF16)\n",
@@ -232,6 +233,21 @@ void TestMlaAttnBf16MatchesRef() {
             worst = std::max(worst, err / S[i]);
           }
           worst_all = std::max(worst_all, worst);
+        }
+        // A call over heads [1, H) gives those heads' bits of the all-heads call (the model splits
+        // heads across threads at batch 1, mla.cc).
+        if (H > 1) {
+          std::vector<float> scratch(static_cast<size_t>(mla_attn_scratch_floats(H, R, dr)));
+          std::vector<float> m(static_cast<size_t>(H)), l(m.size()), o(static_cast<size_t>(H * R));
+          std::vector<float> ms(m.size()), ls(m.size()), os(o.size());
+          MlaAttnPartialBf16(pr.view, pos, 0, n, q_lat.data(), q_pe.data(), H, scale,
+                             scratch.data(), m.data(), l.data(), o.data());
+          MlaAttnPartialBf16(pr.view, pos, 0, n, q_lat.data() + R, q_pe.data() + dr, H - 1, scale,
+                             scratch.data(), ms.data(), ls.data(), os.data());
+          ASSERT_EQ(std::memcmp(m.data() + 1, ms.data(), 4 * static_cast<size_t>(H - 1)), 0);
+          ASSERT_EQ(std::memcmp(l.data() + 1, ls.data(), 4 * static_cast<size_t>(H - 1)), 0);
+          ASSERT_EQ(std::memcmp(o.data() + R, os.data(), 4 * static_cast<size_t>((H - 1) * R)), 0)
+              << "dense " << dense;
         }
       }
     }

@@ -174,6 +174,27 @@ inline __m512i PairWordsIndex(int k0, int b_base) {
   return _mm512_load_si512(idx);
 }
 
+// Rows [0, n_rows) of `rows` (f32 [n_rows, Hp], heads in lanes) as bf16 pairs in place: pair row
+// p (rows 2p and 2p + 1, an odd last row paired with zero; per head lane the even row's word low)
+// is Hp uint32 over row p, which pair p / 2 has already read. Returns the pair rows.
+HWY_INLINE const uint32_t* Bf16PairRowsInPlace(float* HWY_RESTRICT rows, int64_t n_rows,
+                                               int64_t Hp) {
+  const hn::ScalableTag<float> df;
+  const hn::ScalableTag<uint32_t> du;
+  const auto N = static_cast<int64_t>(hn::Lanes(df));
+  const __m512i interleave = PairWordsIndex(0, 16);
+  auto* out = reinterpret_cast<uint32_t*>(rows);
+  for (int64_t p = 0; 2 * p < n_rows; ++p) {
+    for (int64_t h = 0; h < Hp; h += N) {
+      const auto a = hn::LoadU(df, rows + 2 * p * Hp + h);
+      const auto b = 2 * p + 1 < n_rows ? hn::LoadU(df, rows + (2 * p + 1) * Hp + h) : hn::Zero(df);
+      const hn::Vec512<uint32_t> words{_mm512_permutexvar_epi16(interleave, Bf16PairsOf(a, b).raw)};
+      hn::StoreU(words, du, out + p * Hp + h);
+    }
+  }
+  return out;
+}
+
 // A bf16 word as vdpbf16ps reads it (a subnormal as zero), and its flushing of subnormal sums.
 inline float Bf16Value(uint16_t w) { return (w & 0x7F80u) == 0 ? 0.0f : bf16_to_f32(w); }
 inline float FlushSubnormal(float v) { return std::fpclassify(v) == FP_SUBNORMAL ? 0.0f : v; }
@@ -335,25 +356,10 @@ inline void MlaAttnPartialT(const MlaCacheView& kv, const int32_t* pos, int64_t 
     for (int64_t h = 0; h < Hp; ++h)
       qt[c * Hp + h] = h < H ? scale * (c < R ? q_lat[h * R + c] : q_pe[h * dr + c - R]) : 0.0f;
   }
-  [[maybe_unused]] const auto* qp = reinterpret_cast<const uint32_t*>(qt);
+  [[maybe_unused]] const uint32_t* qp = nullptr;  // kBf16: qt as pair rows [(R + dr) / 2, Hp]
   [[maybe_unused]] auto* latp = reinterpret_cast<uint32_t*>(lat);  // [ceil(T / 2), R] row pairs
 #if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
-  if constexpr (kBf16) {
-    // qt rows (2p, 2p + 1) -> pair row p, lanes interleaved (head h: the pair's even column low),
-    // in place: pair row p overwrites qt row p, which pair p / 2 has already read.
-    const hn::ScalableTag<uint32_t> du;
-    const __m512i interleave = PairWordsIndex(0, 16);
-    auto* qpw = reinterpret_cast<uint32_t*>(qt);
-    for (int64_t p = 0; p < (R + dr) / 2; ++p) {
-      for (int64_t v = 0; v < HV; ++v) {
-        const auto a = hn::LoadU(df, qt + 2 * p * Hp + v * N);
-        const auto b = hn::LoadU(df, qt + (2 * p + 1) * Hp + v * N);
-        const hn::Vec512<uint32_t> words{
-            _mm512_permutexvar_epi16(interleave, Bf16PairsOf(a, b).raw)};
-        hn::StoreU(words, du, qpw + p * Hp + v * N);
-      }
-    }
-  }
+  if constexpr (kBf16) qp = Bf16PairRowsInPlace(qt, R + dr, Hp);
 #endif
   constexpr float kNegInf = -std::numeric_limits<float>::infinity();
   std::fill(mh, mh + Hp, kNegInf);
@@ -413,25 +419,12 @@ inline void MlaAttnPartialT(const MlaCacheView& kv, const int32_t* pos, int64_t 
     }
 #if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
     if constexpr (kBf16) {
-      // Probability pairs in place: pair row q (rows 2q, 2q + 1 as bf16, the odd one zero past
-      // nt, lanes interleaved as qp) overwrites st row q, which pair q / 2 has already read.
-      const hn::ScalableTag<uint32_t> du;
-      const __m512i interleave = PairWordsIndex(0, 16);
-      auto* ppw = reinterpret_cast<uint32_t*>(st);
+      // The probabilities as bf16 pair rows (the odd last one with zero), in place in st.
+      const uint32_t* pp = Bf16PairRowsInPlace(st, nt, Hp);
       const int64_t n_pairs = (nt + 1) / 2;
-      for (int64_t q = 0; q < n_pairs; ++q) {
-        for (int64_t v = 0; v < HV; ++v) {
-          const auto a = hn::LoadU(df, st + 2 * q * Hp + v * N);
-          const auto b =
-              2 * q + 1 < nt ? hn::LoadU(df, st + (2 * q + 1) * Hp + v * N) : hn::Zero(df);
-          const hn::Vec512<uint32_t> words{
-              _mm512_permutexvar_epi16(interleave, Bf16PairsOf(a, b).raw)};
-          hn::StoreU(words, du, ppw + q * Hp + v * N);
-        }
-      }
       int64_t h = 0;
-      for (; h + 4 <= H; h += 4) AccumulateOutHeadsBf16<4>(ppw, Hp, h, corr, latp, R, n_pairs, o);
-      for (; h < H; ++h) AccumulateOutHeadsBf16<1>(ppw, Hp, h, corr, latp, R, n_pairs, o);
+      for (; h + 4 <= H; h += 4) AccumulateOutHeadsBf16<4>(pp, Hp, h, corr, latp, R, n_pairs, o);
+      for (; h < H; ++h) AccumulateOutHeadsBf16<1>(pp, Hp, h, corr, latp, R, n_pairs, o);
       continue;
     }
 #endif
@@ -459,8 +452,7 @@ inline void MlaAttnPartialBf16(const MlaCacheView& kv, [[maybe_unused]] const in
                                [[maybe_unused]] float scale, [[maybe_unused]] float* scratch,
                                [[maybe_unused]] float* m, [[maybe_unused]] float* l,
                                [[maybe_unused]] float* o) {
-  DSS_CHECK(kv.dtype == DType::kBF16 && kv.d_latent % 2 == 0 && kv.d_rope % 2 == 0,
-            "mla_attn_partial_bf16: needs a bf16 cache with even widths");
+  DSS_CHECK(mla_attn_bf16_takes(kv), "mla_attn_partial_bf16: needs a bf16 cache with even widths");
 #if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
   return MlaAttnPartialT<true>(kv, pos, i_begin, i_end, q_lat, q_pe, n_heads, scale, scratch, m, l,
                                o);

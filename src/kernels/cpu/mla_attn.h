@@ -65,6 +65,10 @@ void mla_attn_partial(const MlaCacheView& kv, const int32_t* pos, int64_t i_begi
 // DotBf16Pairs's (kernels/cpu/hwy_util-inl.h: the odd product added first, exact products, round
 // to nearest even, subnormal results flushed). q and the probabilities in bf16, as DeepSeek's bf16
 // inference holds them.
+// The caches mla_attn_partial_bf16 takes (the CPU aside): bf16 rows of even widths.
+inline bool mla_attn_bf16_takes(const MlaCacheView& kv) {
+  return kv.dtype == DType::kBF16 && kv.d_latent % 2 == 0 && kv.d_rope % 2 == 0;
+}
 void mla_attn_partial_bf16(const MlaCacheView& kv, const int32_t* pos, int64_t i_begin,
                            int64_t i_end, const float* q_lat, const float* q_pe, int32_t n_heads,
                            float scale, float* scratch, float* m, float* l, float* o);

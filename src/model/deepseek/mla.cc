@@ -295,7 +295,7 @@ void Model::mla_absorbed(int32_t i_layer, const ForwardBatch& b, const int32_t* 
   // cache runs by vdpbf16ps too, q and the probabilities rounded to bf16 as DeepSeek's bf16
   // inference holds them (cpu::mla_attn_partial_bf16).
   const auto attn_partial = [&](const cpu::MlaCacheView& v, auto&&... args) {
-    if (matmul_bf16() && v.dtype == DType::kBF16 && v.d_latent % 2 == 0 && v.d_rope % 2 == 0) {
+    if (matmul_bf16() && cpu::mla_attn_bf16_takes(v)) {
       cpu::mla_attn_partial_bf16(v, args...);
     } else {
       cpu::mla_attn_partial(v, args...);

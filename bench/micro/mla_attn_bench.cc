@@ -36,19 +36,20 @@ struct DecodeQuery {
 };
 
 // bf16_dot: mla_attn_partial_bf16 (a bf16 cache, AVX512-BF16).
-void run_decode(benchmark::State& bs, DType dtype, int32_t H, bool bf16_dot) {
+void run_decode(benchmark::State& bs, DType dtype, int32_t H, bool bf16_dot, int32_t kR = dss::kR,
+                int32_t kRope = dss::kRope, int32_t kPositions = dss::kPositions) {
   if (bf16_dot && !cpu::cpu_has_bf16_dot()) {
     bs.SkipWithError("mla_attn_partial_bf16 needs AVX512-BF16");
     return;
   }
-  KvCache kv(KvLayout{1, kR, kRope, kPage, 0, dtype}, kPositions / kPage);
+  KvCache kv(KvLayout{1, kR, kRope, kPage, 0, dtype}, (kPositions + kPage - 1) / kPage);
   Rng rng(1);
   std::vector<float> row(kR + kRope);
   for (int32_t s = 0; s < kPositions; ++s) {
     for (float& x : row) x = rng.normal();
     kv.store(0, s, row.data());
   }
-  std::vector<int32_t> pages(kPositions / kPage);
+  std::vector<int32_t> pages((kPositions + kPage - 1) / kPage);
   std::iota(pages.rbegin(), pages.rend(), 0);  // reversed: non-contiguous page order
   cpu::MlaCacheView v{kv.latent_rows(0),
                       static_cast<int64_t>(kv.layout().latent_row_bytes()),
@@ -80,6 +81,15 @@ void BM_MlaAttnDecodeBf16Dot(benchmark::State& bs) {
   run_decode(bs, DType::kBF16, static_cast<int32_t>(bs.range(0)), true);
 }
 BENCHMARK(BM_MlaAttnDecodeBf16Dot)->Arg(16)->Arg(128)->Unit(benchmark::kMillisecond);
+
+// Batch-1 decode at short contexts with ds-mini's shapes (kv_lora_rank 256, rope 32): one thread's
+// 8 of the 16 heads (the model splits heads across 2 threads at batch 1) over a bf16 cache of
+// range(1) positions, in cache: per-call overheads, not streaming. range(0): 1 = the bf16-dot
+// kernel, 0 = the f32 one.
+void BM_MlaAttnShortBf16(benchmark::State& bs) {
+  run_decode(bs, DType::kBF16, 8, bs.range(0) != 0, 256, 32, static_cast<int32_t>(bs.range(1)));
+}
+BENCHMARK(BM_MlaAttnShortBf16)->ArgsProduct({{0, 1}, {8, 64, 128}})->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_MlaAttnDecode)
     ->ArgsProduct({{static_cast<int64_t>(DType::kF32), static_cast<int64_t>(DType::kBF16),
                     static_cast<int64_t>(DType::kF8E4M3)},

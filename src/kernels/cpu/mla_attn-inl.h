@@ -383,12 +383,20 @@ inline void MlaAttnPartialT(const MlaCacheView& kv, const int32_t* pos, int64_t 
     for (int64_t j0 = 0; j0 < nb; j0 += kRows) {
 #if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
       if constexpr (kBf16) {
-        // Rows past nt (scores unused) repeat the last row.
-        const uint32_t* rows[kRows];
-        for (int r = 0; r < kRows; ++r) {
+        // Rows past nt (scores unused) repeat the last row. One head vector (up to 16 heads)
+        // scores 12 rows at a time where two 6-row blocks remain: 12 vdpbf16ps chains instead of
+        // 6 (each (row, head) chain is the same either way).
+        const bool wide = HV == 1 && j0 + 2 * kRows <= nb;
+        const uint32_t* rows[2 * kRows];
+        for (int r = 0; r < (wide ? 2 : 1) * kRows; ++r) {
           const int64_t i = i0 + std::min<int64_t>(j0 + r, nt - 1);
           rows[r] =
               reinterpret_cast<const uint32_t*>(kv.row(pos ? pos[i] : static_cast<int32_t>(i)));
+        }
+        if (wide) {
+          ScoreRowsBf16<2 * kRows, 1>(qp, Hp, 0, rows, (R + dr) / 2, j0, st);
+          j0 += kRows;
+          continue;
         }
         int64_t v = 0;
         for (; v + 2 <= HV; v += 2) ScoreRowsBf16<kRows, 2>(qp, Hp, v, rows, (R + dr) / 2, j0, st);

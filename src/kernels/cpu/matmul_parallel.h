@@ -26,10 +26,17 @@ inline constexpr int64_t kMatmulBlockGrainTokens = 5;
 inline constexpr int64_t kMatmulGuidedTiles = 64;
 inline constexpr int64_t kMatmulMinPartTiles = 4;
 inline constexpr int64_t kMatmulBlockGrainChunks = 4;
+// The row grain of a GEMM (>= kMatmulBlockGrainTokens tokens) on a matrix too small for whole
+// scale blocks: two tiles, so the bf16-dot GEMM's panels hold two (4 weight loads per 4 x kG
+// vdpbf16ps instead of 2 per 2 x kG) and its activations are converted per two tiles, not per
+// one (BM_Gemm_FP8_Expert_Bf16DotPairs/48, 512 rows: 510-521 -> 627-629 GFLOP/s; batch 16's
+// q_a + kv_a, 384 + 288 rows: 82-86 -> 73-76 us per layer).
+inline constexpr int64_t kMatmulGemmGrainRows = 2 * kTileRows;
 
 // y[n_tok, w.n_rows] = x[n_tok, w.n_cols] W^T on `pool` (called from the pool's owner thread).
 //  - Few tokens: row ranges claimed guided, so a thread's rows are contiguous, at weight-tile grain
-//    (tensor/matrix.h: a tile split between threads would be computed by both) or, from
+//    (tensor/matrix.h: a tile split between threads would be computed by both; two tiles,
+//    kMatmulGemmGrainRows, from kMatmulBlockGrainTokens tokens) or, from
 //    kMatmulBlockGrainTokens tokens on matrices of at least kMatmulBlockGrainChunks blocks per
 //    thread, at scale-block grain (same reason as below; BM_Gemm_FP8_1024_Bf16Dot/16 447 ->
 //    520-528 GFLOP/s).

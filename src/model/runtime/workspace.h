@@ -86,7 +86,7 @@ struct Workspace {
   // [max_tokens * n_experts_per_tok, d_ff_expert], then the shared expert's [max_tokens, ...].
   std::vector<float> gate, up;
   std::vector<float> router;            // [max_tokens, n_experts]
-  std::vector<float> route_scratch;     // [n_experts + n_groups]
+  std::vector<float> route_scratch;     // [n_threads, n_experts + n_groups]
   std::vector<int32_t> sel_experts;     // [max_tokens, n_experts_per_tok]
   std::vector<float> sel_weights;       // [max_tokens, n_experts_per_tok]
   std::vector<int32_t> expert_offsets;  // [n_experts + 1]

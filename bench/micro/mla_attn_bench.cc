@@ -3,7 +3,8 @@
 // counts. Reports bytes of cache rows read per second (compare with roofline_bench's single-thread
 // read bandwidth) and FLOP/s (2 * H * (R + r) for the scores + 2 * H * R for the output, per row):
 // with many heads the kernel is compute bound, as FlashMLA's is on GPUs. The cache (8192 positions,
-// 5-19 MiB) mostly exceeds L2, so the rows stream from L3/DRAM.
+// 5-19 MiB) mostly exceeds L2, so the rows stream from L3/DRAM. BM_MlaAttnShortBf16 instead
+// takes ds-mini's shapes at short contexts, in cache: the per-call costs of batch-1 decode.
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -36,40 +37,40 @@ struct DecodeQuery {
 };
 
 // bf16_dot: mla_attn_partial_bf16 (a bf16 cache, AVX512-BF16).
-void run_decode(benchmark::State& bs, DType dtype, int32_t H, bool bf16_dot, int32_t kR = dss::kR,
-                int32_t kRope = dss::kRope, int32_t kPositions = dss::kPositions) {
+void run_decode(benchmark::State& bs, DType dtype, int32_t H, bool bf16_dot, int32_t R = kR,
+                int32_t dr = kRope, int32_t n_pos = kPositions) {
   if (bf16_dot && !cpu::cpu_has_bf16_dot()) {
     bs.SkipWithError("mla_attn_partial_bf16 needs AVX512-BF16");
     return;
   }
-  KvCache kv(KvLayout{1, kR, kRope, kPage, 0, dtype}, (kPositions + kPage - 1) / kPage);
+  KvCache kv(KvLayout{1, R, dr, kPage, 0, dtype}, (n_pos + kPage - 1) / kPage);
   Rng rng(1);
-  std::vector<float> row(kR + kRope);
-  for (int32_t s = 0; s < kPositions; ++s) {
+  std::vector<float> row(R + dr);
+  for (int32_t s = 0; s < n_pos; ++s) {
     for (float& x : row) x = rng.normal();
     kv.store(0, s, row.data());
   }
-  std::vector<int32_t> pages((kPositions + kPage - 1) / kPage);
+  std::vector<int32_t> pages((n_pos + kPage - 1) / kPage);
   std::iota(pages.rbegin(), pages.rend(), 0);  // reversed: non-contiguous page order
   cpu::MlaCacheView v{kv.latent_rows(0),
                       static_cast<int64_t>(kv.layout().latent_row_bytes()),
                       dtype,
-                      kR,
-                      kRope,
+                      R,
+                      dr,
                       pages.data(),
                       kPage};
-  DecodeQuery dq(H, kR, kRope, rng);
+  DecodeQuery dq(H, R, dr, rng);
   for (auto _ : bs) {
     (bf16_dot ? cpu::mla_attn_partial_bf16 : cpu::mla_attn_partial)(
-        v, nullptr, 0, kPositions, dq.q_lat.data(), dq.q_pe.data(), H, 0.1f, dq.scratch.data(),
+        v, nullptr, 0, n_pos, dq.q_lat.data(), dq.q_pe.data(), H, 0.1f, dq.scratch.data(),
         dq.m.data(), dq.l.data(), dq.o.data());
     benchmark::DoNotOptimize(dq.o.data());
   }
-  const double rows = static_cast<double>(bs.iterations()) * kPositions;
+  const double rows = static_cast<double>(bs.iterations()) * n_pos;
   bs.SetBytesProcessed(static_cast<int64_t>(rows) *
                        static_cast<int64_t>(kv.layout().latent_row_bytes()));
   bs.counters["FLOP/s"] =
-      benchmark::Counter(rows * 2.0 * H * (2 * kR + kRope), benchmark::Counter::kIsRate);
+      benchmark::Counter(rows * 2.0 * H * (2 * R + dr), benchmark::Counter::kIsRate);
   bs.SetLabel(bf16_dot ? "bf16, bf16-dot" : kv_dtype_name(dtype));
 }
 void BM_MlaAttnDecode(benchmark::State& bs) {

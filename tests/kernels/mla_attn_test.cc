@@ -235,7 +235,9 @@ void TestMlaAttnBf16MatchesRef() {
           worst_all = std::max(worst_all, worst);
         }
         // A call over heads [1, H) gives those heads' bits of the all-heads call (the model splits
-        // heads across threads at batch 1, mla.cc).
+        // heads across threads at batch 1, mla.cc). With H = 17 the all-heads call scores 6 rows
+        // at a time (two head vectors) and the 16-head call 12 (one vector): this also checks that
+        // the 12-row scoring gives the 6-row scoring's bits.
         if (H > 1) {
           std::vector<float> scratch(static_cast<size_t>(mla_attn_scratch_floats(H, R, dr)));
           std::vector<float> m(static_cast<size_t>(H)), l(m.size()), o(static_cast<size_t>(H * R));

@@ -220,7 +220,8 @@ TEST(ForwardInvariants, Fp8KvCachePathsAgree) {
 // The V3.2 decode top-k IS split by thread count (with 3 threads: a threshold from a sample of
 // the scores, candidates gathered per thread share, one selection among them; index_topk 16,
 // 300+ positions), so this also checks that every layer's decode selection equals the one-thread
-// top_k_indices selection (the traces).
+// top_k_indices selection (the traces). The prefill's last chunk routes its tokens on several
+// threads (Model::moe_route): its experts must not depend on the thread count either.
 TEST(ForwardInvariants, DecodeIsBitIdenticalAcrossThreadCounts) {
   for (const char* name : {"tiny-v3", "tiny-v32"}) {
     for (const int32_t n_prompt : {300, 40}) {
@@ -228,7 +229,8 @@ TEST(ForwardInvariants, DecodeIsBitIdenticalAcrossThreadCounts) {
       const std::string dir = std::string(DSS_TEST_DATA) + "/golden/" + name;
       const int32_t threads[3] = {1, 3, 9};
       std::vector<float> out[3];
-      std::vector<std::vector<int32_t>> sel[3];  // [step * layer][selected positions]
+      std::vector<std::vector<int32_t>> sel[3];      // [step * layer][selected positions]
+      std::vector<std::vector<int32_t>> experts[3];  // [layer * token][chosen experts]
       int32_t V = 0, n_layers = 0;
       for (int i = 0; i < 3; ++i) {
         auto loaded = Model::load(LoadOptions{dir, threads[i]});
@@ -241,9 +243,12 @@ TEST(ForwardInvariants, DecodeIsBitIdenticalAcrossThreadCounts) {
         }
         const auto ids = random_prompt(n_prompt, V, 51);
         SequenceRunner r(m, 303, 16, 128, m.default_kv_dtype());
-        r.prefill(ids, false, nullptr);
-        ForwardTrace trace;  // reset by every forward: the last decode step's selections
+        ForwardTrace trace;  // reset by every forward: the last chunk's / decode step's
         r.set_trace(&trace);
+        r.prefill(ids, false, nullptr);
+        // The last prefill chunk's routing (44 or 40 tokens: routed on several threads).
+        for (const auto& layer : trace.experts)
+          experts[i].insert(experts[i].end(), layer.begin(), layer.end());
         const float* lg = nullptr;
         for (TokenId tok : {5, 17, 9}) {
           lg = r.decode(tok);
@@ -252,6 +257,9 @@ TEST(ForwardInvariants, DecodeIsBitIdenticalAcrossThreadCounts) {
         }
         out[i].assign(lg, lg + V);
       }
+      ASSERT_FALSE(experts[0].empty());
+      EXPECT_EQ(experts[0], experts[2]) << "9 threads";
+      EXPECT_EQ(experts[0], experts[1]);
       EXPECT_EQ(out[0], out[2]) << "9 threads";
       EXPECT_EQ(sel[0], sel[2]) << "9 threads";
       EXPECT_EQ(out[0], out[1]);

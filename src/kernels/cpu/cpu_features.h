@@ -6,6 +6,8 @@ namespace dss::cpu {
 
 // Whether vdpbf16ps may run here: the CPU reports AVX512-BF16 and Highway dispatches to an AVX3
 // target (the only ones with the bf16-dot kernels), i.e. MatmulArith::kBf16Dot is usable.
+// Fixed at the first call (CPUID is slow under a VM): later hwy::DisableTargets or
+// SetSupportedTargetsForTest calls do not change it.
 bool cpu_has_bf16_dot();
 
 }  // namespace dss::cpu

@@ -52,10 +52,11 @@ void matmul_parallel(ThreadPool& pool, const Matrix& w, const float* x, int64_t 
     return equal_parts(pool, std::span<const MatmulProduct>(&p, 1), tiles_of(w), n_tok);
   }
   if (n_tok < kMatmulSplitTokens) {
-    const bool gemm = n_tok >= kMatmulBlockGrainTokens;
+    const bool many = n_tok >= kMatmulBlockGrainTokens;
     const bool blocks =
-        gemm && w.n_rows >= kMatmulBlockGrainChunks * kFp8BlockSize * pool.n_threads();
-    const int64_t grain = blocks ? kFp8BlockSize : (gemm ? kMatmulGemmGrainRows : kTileRows);
+        many && w.n_rows >= kMatmulBlockGrainChunks * kFp8BlockSize * pool.n_threads();
+    const bool pairs = many && w.n_rows >= kMatmulGemmGrainRows * pool.n_threads();
+    const int64_t grain = blocks ? kFp8BlockSize : (pairs ? kMatmulGemmGrainRows : kTileRows);
     pool.parallel_for(w.n_rows, grain, [&](int64_t r0, int64_t r1, int32_t) {
       matmul_rows(w, x, n_tok, y, r0, r1);
     });

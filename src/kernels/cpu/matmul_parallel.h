@@ -14,7 +14,8 @@ namespace dss::cpu {
 // Products of at least kMatmulSplitTokens tokens (a prefill) are cut into chunks of
 // kMatmulChunkRows rows x kMatmulChunkTokens tokens; fewer tokens (decode) into row ranges only:
 // whole scale blocks from kMatmulBlockGrainTokens tokens where the matrix has at least
-// kMatmulBlockGrainChunks blocks per thread (so the last claims still balance), else tiles.
+// kMatmulBlockGrainChunks blocks per thread (so the last claims still balance), else pairs of
+// tiles from kMatmulBlockGrainTokens tokens where every thread gets one, else tiles.
 inline constexpr int64_t kMatmulSplitTokens = 96;
 inline constexpr int64_t kMatmulChunkTokens = 96;
 inline constexpr int64_t kMatmulChunkRows = kFp8BlockSize;
@@ -26,11 +27,13 @@ inline constexpr int64_t kMatmulBlockGrainTokens = 5;
 inline constexpr int64_t kMatmulGuidedTiles = 64;
 inline constexpr int64_t kMatmulMinPartTiles = 4;
 inline constexpr int64_t kMatmulBlockGrainChunks = 4;
-// The row grain of a GEMM (>= kMatmulBlockGrainTokens tokens) on a matrix too small for whole
-// scale blocks: two tiles, so the bf16-dot GEMM's panels hold two (4 weight loads per 4 x kG
-// vdpbf16ps instead of 2 per 2 x kG) and its activations are converted per two tiles, not per
-// one (BM_Gemm_FP8_Expert_Bf16DotPairs/48, 512 rows: 510-521 -> 627-629 GFLOP/s; batch 16's
-// q_a + kv_a, 384 + 288 rows: 82-86 -> 73-76 us per layer).
+// The row grain from kMatmulBlockGrainTokens tokens on a matrix too small for whole scale blocks
+// (and at least this many rows per thread): two tiles, so the GEMM (FP8 from 5 tokens on
+// AVX-512) decodes two-tile panels (4 weight loads per 4 x kG vdpbf16ps instead of 2 per 2 x kG)
+// and converts the activations per two tiles, not per one (decode batch 16's q_a + kv_a, 384 +
+// 288 rows: 82-86 -> 73-76 us per layer; BM_Gemm_FP8_Expert_Bf16DotPairs/48, a 512-row matrix
+// through matmul_parallel, 510-521 -> 627-629 GFLOP/s). BF16 under the bf16-dot GEMV (to 16
+// tokens) runs its tiles one by one either way.
 inline constexpr int64_t kMatmulGemmGrainRows = 2 * kTileRows;
 
 // y[n_tok, w.n_rows] = x[n_tok, w.n_cols] W^T on `pool` (called from the pool's owner thread).

@@ -31,23 +31,21 @@ struct ExpertJob {
 };
 inline constexpr int32_t kMaxJobs = 1024 + 1;  // experts (ModelConfig allows <= 1024) + shared
 inline constexpr int32_t kMaxChoices = 64;     // num_experts_per_tok (ModelConfig allows <= 64)
-// Grains of the routing's parallel loops: up to 32 tokens route, and up to 64 routed rows are
-// gathered, on the calling thread alone (a dispatch costs more than it saves there: decode).
+// Grain of the routing's parallel loops (tokens routed; their rows gathered): up to 32 tokens
+// (decode) stay on the calling thread, where a dispatch costs more than it saves.
 inline constexpr int64_t kRouteGrainTokens = 32;
-inline constexpr int64_t kGatherGrainRows = 64;
 
 }  // namespace
 
-void Model::moe(int32_t i_layer, const MoeWeights& m, int32_t T, Workspace& ws) const {
+void Model::moe_route(int32_t i_layer, const MoeWeights& m, int32_t T, Workspace& ws) const {
   const ModelConfig& c = cfg_;
   const int32_t E = c.n_experts, K = c.n_experts_per_tok;
-  const int64_t d = c.d_model;
   mm(m.router, ws.xn.data(), T, ws.router.data());
   // Tokens route independently (~2 us each: a prefill of 512 tokens spent ~1 ms per layer here
-  // on one thread); each thread has its own scratch.
-  const auto n_scratch = static_cast<size_t>(E + c.n_expert_groups);
+  // on one thread); each thread has its own scratch (Workspace::route_scratch_stride floats).
   pool_->parallel_for(T, kRouteGrainTokens, [&](int64_t t0, int64_t t1, int32_t i_thread) {
-    float* scratch = ws.route_scratch.data() + static_cast<size_t>(i_thread) * n_scratch;
+    float* scratch =
+        ws.route_scratch.data() + static_cast<size_t>(i_thread) * ws.route_scratch_stride;
     for (auto t = static_cast<size_t>(t0); t < static_cast<size_t>(t1); ++t) {
       route_token(c, ws.router.data() + t * E, m.router_bias.data(), scratch,
                   ws.sel_experts.data() + t * K, ws.sel_weights.data() + t * K);
@@ -78,6 +76,14 @@ void Model::moe(int32_t i_layer, const MoeWeights& m, int32_t T, Workspace& ws) 
     ws.expert_pos[static_cast<size_t>(i)] = pos;
     ws.expert_weights[static_cast<size_t>(pos)] = ws.sel_weights[static_cast<size_t>(i)];
   }
+}
+
+void Model::moe(int32_t i_layer, const MoeWeights& m, int32_t T, Workspace& ws) const {
+  const ModelConfig& c = cfg_;
+  const int32_t E = c.n_experts, K = c.n_experts_per_tok;
+  const int64_t d = c.d_model;
+  moe_route(i_layer, m, T, ws);
+  const std::vector<int32_t>& off = ws.expert_offsets;
   float* out = ws.tmp.data();
   if (act_quant_fp8_) {  // W8A8: activations are quantised per matmul call inside mm()
     moe_per_expert(m, T, ws);
@@ -88,8 +94,8 @@ void Model::moe(int32_t i_layer, const MoeWeights& m, int32_t T, Workspace& ws) 
   int32_t n_jobs = 0;
   const int32_t F = c.d_ff_expert, F_sh = c.n_shared_experts * c.d_ff_expert;
   // The routed rows in bucket order (xe), copied on all threads (a prefill's 512 tokens x 6
-  // experts are 12.6 MB).
-  pool_->parallel_for(T * K, kGatherGrainRows, [&](int64_t p0, int64_t p1, int32_t) {
+  // experts are 12.6 MB) in chunks of kRouteGrainTokens tokens' rows.
+  pool_->parallel_for(T * K, kRouteGrainTokens * K, [&](int64_t p0, int64_t p1, int32_t) {
     for (int64_t p = p0; p < p1; ++p) {
       const int32_t t = ws.expert_tokens[static_cast<size_t>(p)];
       std::copy(ws.xn.data() + t * d, ws.xn.data() + (t + 1) * d, ws.xe.data() + p * d);

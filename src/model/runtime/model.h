@@ -88,6 +88,9 @@ class Model {
   void moe(int32_t i_layer, const MoeWeights& m, int32_t n_tok, Workspace& ws) const;
   // The experts one at a time through ffn() (the W8A8 path); ws.expert_* already bucketed.
   void moe_per_expert(const MoeWeights& m, int32_t n_tok, Workspace& ws) const;
+  // The router, each token's experts and weights (ws.sel_*), and the (token, weight) pairs in
+  // bucket order by expert (ws.expert_offsets / tokens / weights / pos); part of moe().
+  void moe_route(int32_t i_layer, const MoeWeights& m, int32_t n_tok, Workspace& ws) const;
   // V3.2 indexer: keys (cache) and query scores for the step's tokens, then per-token selections.
   // Keys go into ws.kv_new (the step's new rows); selection reads the cache's indexer keys.
   void indexer_keys(int32_t i_layer, const ForwardBatch& b, Workspace& ws) const;

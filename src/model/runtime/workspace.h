@@ -34,7 +34,7 @@ struct WorkspaceLimits {
   int32_t max_tokens = 1;      // tokens per forward step
   int32_t max_kv_len = 1;      // longest sequence (cached + new) attended to
   int32_t max_logit_rows = 1;  // rows of logits per step
-  int32_t n_threads = 1;       // compute threads (per-thread attention scratch)
+  int32_t n_threads = 1;       // compute threads (per-thread attention and routing scratch)
   bool act_quant = false;      // W8A8 model (Model::act_quant_fp8): allocate Workspace::act_q
 };
 
@@ -86,7 +86,8 @@ struct Workspace {
   // [max_tokens * n_experts_per_tok, d_ff_expert], then the shared expert's [max_tokens, ...].
   std::vector<float> gate, up;
   std::vector<float> router;            // [max_tokens, n_experts]
-  std::vector<float> route_scratch;     // [n_threads, n_experts + n_groups]
+  std::vector<float> route_scratch;     // [n_threads, route_scratch_stride]
+  size_t route_scratch_stride = 0;      // n_experts + n_groups, rounded up to a 64-byte line
   std::vector<int32_t> sel_experts;     // [max_tokens, n_experts_per_tok]
   std::vector<float> sel_weights;       // [max_tokens, n_experts_per_tok]
   std::vector<int32_t> expert_offsets;  // [n_experts + 1]

@@ -42,10 +42,10 @@ void Model::moe_route(int32_t i_layer, const MoeWeights& m, int32_t T, Workspace
   const int32_t E = c.n_experts, K = c.n_experts_per_tok;
   mm(m.router, ws.xn.data(), T, ws.router.data());
   // Tokens route independently (~2 us each: a prefill of 512 tokens spent ~1 ms per layer here
-  // on one thread); each thread has its own scratch (Workspace::route_scratch_stride floats).
+  // on one thread); each thread has its own scratch.
+  const size_t stride = route_scratch_stride(c);
   pool_->parallel_for(T, kRouteGrainTokens, [&](int64_t t0, int64_t t1, int32_t i_thread) {
-    float* scratch =
-        ws.route_scratch.data() + static_cast<size_t>(i_thread) * ws.route_scratch_stride;
+    float* scratch = ws.route_scratch.data() + static_cast<size_t>(i_thread) * stride;
     for (auto t = static_cast<size_t>(t0); t < static_cast<size_t>(t1); ++t) {
       route_token(c, ws.router.data() + t * E, m.router_bias.data(), scratch,
                   ws.sel_experts.data() + t * K, ws.sel_weights.data() + t * K);

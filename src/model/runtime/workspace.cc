@@ -56,8 +56,7 @@ Workspace::Workspace(const ModelConfig& c, const WorkspaceLimits& lim) : limits(
   gate.resize(std::max(T * ff, moe_ff));
   up.resize(std::max(T * ff, moe_ff));
   router.resize(T * static_cast<size_t>(c.n_experts));
-  route_scratch_stride = (static_cast<size_t>(c.n_experts + c.n_expert_groups) + 15) / 16 * 16;
-  route_scratch.resize(nt * route_scratch_stride);
+  route_scratch.resize(nt * route_scratch_stride(c));
   const size_t k = T * static_cast<size_t>(c.n_experts_per_tok);
   sel_experts.resize(k);
   sel_weights.resize(k);

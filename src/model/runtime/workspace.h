@@ -2,6 +2,7 @@
 // step it will see, so forward itself never allocates.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -29,6 +30,11 @@ inline constexpr int32_t kMlaAbsorbChunk = 16;
 // activations once per call, and the 1-token GEMV runs 4 tiles side by side (a cut at tile grain
 // left calls of 1-2 tiles, latency bound).
 inline constexpr int64_t kMoeRowGrain = kFp8BlockSize;
+// Floats of one thread's routing scratch (route_token: n_experts + n_groups), rounded up to a
+// 64-byte line so threads routing at once do not share one (Workspace::route_scratch).
+inline size_t route_scratch_stride(const ModelConfig& c) {
+  return (static_cast<size_t>(c.n_experts + c.n_expert_groups) + 15) / 16 * 16;
+}
 
 struct WorkspaceLimits {
   int32_t max_tokens = 1;      // tokens per forward step
@@ -86,8 +92,7 @@ struct Workspace {
   // [max_tokens * n_experts_per_tok, d_ff_expert], then the shared expert's [max_tokens, ...].
   std::vector<float> gate, up;
   std::vector<float> router;            // [max_tokens, n_experts]
-  std::vector<float> route_scratch;     // [n_threads, route_scratch_stride]
-  size_t route_scratch_stride = 0;      // n_experts + n_groups, rounded up to a 64-byte line
+  std::vector<float> route_scratch;     // [n_threads, route_scratch_stride(config)]
   std::vector<int32_t> sel_experts;     // [max_tokens, n_experts_per_tok]
   std::vector<float> sel_weights;       // [max_tokens, n_experts_per_tok]
   std::vector<int32_t> expert_offsets;  // [n_experts + 1]

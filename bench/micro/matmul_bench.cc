@@ -182,7 +182,7 @@ BENCHMARK(BM_Gemm_FP8_1024_Bf16DotPairs)
     ->Arg(2048)
     ->UseRealTime();
 BENCHMARK(BM_Gemm_BF16_1024_Bf16DotPairs)->Arg(1)->Arg(16)->UseRealTime();
-BENCHMARK(BM_Gemm_FP8_Expert_Bf16DotPairs)->Arg(1)->Arg(2)->Arg(4)->Arg(48)->UseRealTime();
+BENCHMARK(BM_Gemm_FP8_Expert_Bf16DotPairs)->Arg(1)->Arg(2)->Arg(3)->Arg(4)->Arg(48)->UseRealTime();
 
 }  // namespace
 }  // namespace dss

@@ -813,21 +813,21 @@ HWY_INLINE void TiledGemmTile(const TiledView<T>& m, int64_t ti, const float* HW
 }
 
 // The tiles [r_begin / 32, ceil(r_end / 32)) of m for n_tok tokens: below kMinTokens tokens
-// gemv(ti, nt, ranges) over runs of GemvTiles tiles (FP8: with the tokens' |x| ranges for the
+// gemv(ti, nt, ranges) over runs of gemv_run tiles (FP8: with the tokens' |x| ranges for the
 // fold), else gemm(ti, nt) over runs of up to kGemmRun tiles that stay inside one run-aligned
 // group (kGemmRun 4: one 128-row scale block).
 template <int64_t kMinTokens, int kGemmRun, typename T, class Gemv, class Gemm>
 HWY_INLINE void TiledRowsWith(const TiledView<T>& m, const float* HWY_RESTRICT x, int64_t n_tok,
-                              int64_t r_begin, int64_t r_end, const Gemv& gemv, const Gemm& gemm) {
+                              int64_t r_begin, int64_t r_end, int gemv_run, const Gemv& gemv,
+                              const Gemm& gemm) {
   const int64_t ti_end = (r_end + kTileRows - 1) / kTileRows;
   if (n_tok < kMinTokens) {
     AbsRange ranges[kMinTokens];
     if constexpr (std::is_same_v<T, uint8_t>) {
       for (int64_t j = 0; j < n_tok; ++j) ranges[j] = AbsRangeOf(x + j * m.n_cols, m.n_cols);
     }
-    const int nt_max = GemvTiles(NextGroup(n_tok));
     for (int64_t ti = r_begin / kTileRows; ti < ti_end;) {
-      const int nt = static_cast<int>(std::min<int64_t>(nt_max, ti_end - ti));
+      const int nt = static_cast<int>(std::min<int64_t>(gemv_run, ti_end - ti));
       gemv(ti, nt, static_cast<const AbsRange*>(ranges));
       ti += nt;
     }
@@ -854,7 +854,7 @@ template <typename T>
 void TiledRows(const TiledView<T>& m, const float* HWY_RESTRICT x, int64_t n_tok,
                float* HWY_RESTRICT y, int64_t r_begin, int64_t r_end) {
   TiledRowsWith<kTiledGemmMinTokens<T>, 1>(
-      m, x, n_tok, r_begin, r_end,
+      m, x, n_tok, r_begin, r_end, GemvTiles(NextGroup(n_tok)),
       [&](int64_t ti, int nt, const AbsRange* ranges)
           HWY_ATTR { TiledGemvTiles(m, ti, nt, x, n_tok, ranges, y, r_begin, r_end); },
       [&](int64_t ti, int) HWY_ATTR { TiledGemmTile(m, ti, x, n_tok, y, r_begin, r_end); });

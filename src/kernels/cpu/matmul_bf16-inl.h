@@ -202,14 +202,28 @@ HWY_INLINE void Bf16GemvBlock(const T* HWY_RESTRICT wt, int64_t tile_stride, int
   for (int t = 0; t < kNT; ++t) StoreOrAdd<kG>(df, acc[t], first, accb + t * accb_stride);
 }
 
+// Tiles the bf16-dot GEMV runs side by side for a group of g tokens: 2 for 2-5 tokens, so 3-5
+// tokens have 12-20 accumulator chains (2 vectors x g x tiles) where the f32 path's GemvTiles
+// gives them one tile (6-10 chains: enough for FMA's 4 cycles, not for vdpbf16ps's ~6 at 2 per
+// cycle on Zen 5). matmul_bench, 2 threads, 3 alternating rounds, in cache:
+// BM_Gemm_FP8_Expert_Bf16DotPairs/3 299-309 -> 394-397 GFLOP/s, /4 360-377 -> 428-439. More tiles
+// for 1-2 tokens (6 and 3: 12 chains) were slower (/1 ~215 -> ~200, /2 ~320 -> ~285): their
+// decode, not the chains' latency, bounds them. Each (row, token) chain does not depend on it.
+constexpr int Bf16GemvRun(int g) { return g >= 6 ? 1 : (g >= 2 ? 2 : 4); }
+inline constexpr int kMaxBf16GemvRun = Bf16GemvRun(1);
+
 template <typename T, bool kFolded, bool kPaired>
 struct Bf16GemvFn {
   template <int kG>
-  struct F {  // nt tiles: GemvTiles(kG) at a time, then one by one
-    static void run(int nt, const T* wt, int64_t tile_stride, int64_t c0, int64_t nc,
-                    const uint32_t* const* xp, bool first, int64_t prefetch_bytes, float* accb,
-                    int64_t accb_stride) {
-      constexpr int kNT = GemvTiles(kG);
+  struct F {  // nt tiles: Bf16GemvRun(kG) at a time, then one by one
+    // A function of its own per group size: all of them inlined into Bf16TiledRows, GCC kept the
+    // accumulators of 2 x 3 tokens and the 8-token loop's bounds on the stack (matmul_bench, 2
+    // threads, 3 alternating rounds: BM_Gemm_FP8_Expert_Bf16DotPairs/3 ~225 against ~400
+    // GFLOP/s). A call per column block and group costs little beside its 64 column pairs.
+    static HWY_NOINLINE void run(int nt, const T* wt, int64_t tile_stride, int64_t c0, int64_t nc,
+                                 const uint32_t* const* xp, bool first, int64_t prefetch_bytes,
+                                 float* accb, int64_t accb_stride) {
+      constexpr int kNT = Bf16GemvRun(kG);
       int t = 0;
       if constexpr (kNT > 1) {
         for (; t + kNT <= nt; t += kNT) {
@@ -258,13 +272,12 @@ inline constexpr int Bf16NextGroup(int64_t n) {
   return static_cast<int>(
       n <= kBf16GemvGroup ? n : (n <= 2 * kBf16GemvGroup ? (n + 1) / 2 : kBf16GemvGroup));
 }
-// TiledRowsWith hands the GEMV runs of GemvTiles(NextGroup(n_tok)) tiles (the f32 grouping):
-// more than one tile only for 1-2 tokens, where the two groupings agree, so a run's tiles and
-// groups always fit Bf16GemvTiles' kMaxGemvTiles x kMaxTok buffers.
-static_assert(Bf16NextGroup(1) == NextGroup(1) && Bf16NextGroup(2) == NextGroup(2) &&
-              GemvTiles(3) == 1 && GemvTiles(kBf16GemvGroup) == 1);
+// Tiles per GEMV run (TiledRowsWith): those of the first (largest) token group; a later, smaller
+// group's blocks take the run's tiles in blocks no larger than its own (Bf16GemvRun does not
+// increase with g).
+inline constexpr int Bf16GemvRunOf(int64_t n_tok) { return Bf16GemvRun(Bf16NextGroup(n_tok)); }
 
-// GEMV: rows [r_begin, r_end) of the nt (<= kMaxGemvTiles) tiles from ti for n_tok
+// GEMV: rows [r_begin, r_end) of the nt (<= kMaxBf16GemvRun) tiles from ti for n_tok
 // (< kBf16GemmMinTokens<T>) tokens (FP8: their |x| ranges for the fold, as the f32 path).
 // xs_rows (BF16 only; null: converted here per column block and group): every token's xs pairs
 // converted once by the caller, token j's pair q at xs_rows[j * xs_stride_pairs + q] (Bf16PairsOfX
@@ -279,13 +292,13 @@ HWY_INLINE void Bf16GemvTiles(const TiledView<T>& m, int64_t ti, int nt,
   constexpr int kMaxGroup = static_cast<int>(std::min<int64_t>(kBf16GemvGroup, kMaxTok - 1));
   constexpr int64_t kAccStride = kMaxTok * kTileRows;
   constexpr int64_t kPairs = kTiledCols / 2;
-  HWY_ALIGN float accb[kMaxGemvTiles * kAccStride];
-  HWY_ALIGN uint32_t xsp[kMaxGemvTiles * kMaxTok * kPairs];  // [tile][token][pair]
+  HWY_ALIGN float accb[kMaxBf16GemvRun * kAccStride];
+  HWY_ALIGN uint32_t xsp[kMaxBf16GemvRun * kMaxTok * kPairs];  // [tile][token][pair]
   const T* wt = m.tile(ti);
   const int64_t tile_stride = kTileRows * m.n_cols;
   for (int64_t c0 = 0; c0 < m.n_cols; c0 += kTiledCols) {
     const int64_t nc = std::min(kTiledCols, m.n_cols - c0);
-    float f[kMaxGemvTiles] = {};
+    float f[kMaxBf16GemvRun] = {};
     for (int t = 0; t < nt; ++t) f[t] = m.x_factor(ti + t, c0);
     int64_t prefetch_bytes = kPrefetchBytes;
     for (int64_t j0 = 0, g = 0; j0 < n_tok; j0 += g) {
@@ -295,7 +308,7 @@ HWY_INLINE void Bf16GemvTiles(const TiledView<T>& m, int64_t ti, int nt,
         folded = true;
         for (int t = 0; t < nt; ++t) folded = folded && Fp8FoldsExactly(f[t], ranges + j0, g);
       }
-      const uint32_t* xp[kMaxGemvTiles * kMaxTok];
+      const uint32_t* xp[kMaxBf16GemvRun * kMaxTok];
       for (int t = 0; xs_rows != nullptr && t < nt; ++t) {
         for (int64_t j = 0; j < g; ++j)
           xp[t * g + j] = xs_rows + (j0 + j) * xs_stride_pairs + c0 / 2;
@@ -304,8 +317,8 @@ HWY_INLINE void Bf16GemvTiles(const TiledView<T>& m, int64_t ti, int nt,
         const float ft = folded ? f[t] * kTiledFp8Fold : f[t];
         for (int64_t j = 0; j < g; ++j) {
           uint32_t* out = xsp + (t * kMaxTok + j) * kPairs;
-          if (t > 0 && f[t] == f[0]) {  // tiles in one 128-row scale block share xs
-            xp[t * g + j] = xp[j];
+          if (t > 0 && f[t] == f[t - 1]) {  // tiles in one 128-row scale block share xs
+            xp[t * g + j] = xp[(t - 1) * g + j];
           } else {
             Bf16PairsOfX(x + (j0 + j) * m.n_cols + c0, nc, ft, out);
             xp[t * g + j] = out;
@@ -470,18 +483,18 @@ void Bf16TiledRows(const TiledView<T>& m, const float* HWY_RESTRICT x, int64_t n
   const int64_t xs_stride_pairs = (m.n_cols + 1) / 2;
   [[maybe_unused]] HWY_ALIGN uint32_t xs_call[std::is_same_v<T, uint16_t> ? kBf16CallXsPairs : 1];
   if constexpr (std::is_same_v<T, uint16_t>) {
-    // More than one GEMV run (TiledRowsWith's runs of GemvTiles(NextGroup(n_tok)) tiles): one
-    // run's own conversion, shared by its tiles, costs no more.
+    // More than one GEMV run (TiledRowsWith's runs of Bf16GemvRunOf(n_tok) tiles): one run's own
+    // conversion, shared by its tiles, costs no more.
     const int64_t n_tiles = (r_end + kTileRows - 1) / kTileRows - r_begin / kTileRows;
     if (n_tok < kBf16GemmMinTokens<T> && n_tok * xs_stride_pairs <= kBf16CallXsPairs &&
-        n_tiles > GemvTiles(NextGroup(n_tok))) {
+        n_tiles > Bf16GemvRunOf(n_tok)) {
       for (int64_t j = 0; j < n_tok; ++j)
         Bf16PairsOfX(x + j * m.n_cols, m.n_cols, 1.0f, xs_call + j * xs_stride_pairs);
       xs_rows = xs_call;
     }
   }
   TiledRowsWith<kBf16GemmMinTokens<T>, kTilesPerScaleBlock>(
-      m, x, n_tok, r_begin, r_end,
+      m, x, n_tok, r_begin, r_end, Bf16GemvRunOf(n_tok),
       [&](int64_t ti, int nt, const AbsRange* ranges) HWY_ATTR {
         Bf16GemvTiles<kPaired>(m, ti, nt, x, n_tok, ranges, xs_rows, xs_stride_pairs, y, r_begin,
                                r_end);

@@ -181,7 +181,15 @@ BENCHMARK(BM_Gemm_FP8_1024_Bf16DotPairs)
     ->Arg(512)
     ->Arg(2048)
     ->UseRealTime();
-BENCHMARK(BM_Gemm_BF16_1024_Bf16DotPairs)->Arg(1)->Arg(16)->UseRealTime();
+BENCHMARK(BM_Gemm_BF16_1024_Bf16DotPairs)
+    ->Arg(1)
+    ->Arg(4)
+    ->Arg(6)
+    ->Arg(8)
+    ->Arg(10)
+    ->Arg(12)
+    ->Arg(16)
+    ->UseRealTime();
 BENCHMARK(BM_Gemm_FP8_Expert_Bf16DotPairs)->Arg(1)->Arg(2)->Arg(3)->Arg(4)->Arg(48)->UseRealTime();
 
 }  // namespace

@@ -16,6 +16,8 @@
 // the repetitions of all contexts interleaved (bench_contexts).
 // `--context-fill synthetic` writes random cache rows instead (BatchDriver::fill_synthetic): for
 // iterating on long-context kernels only; the JSON records which fill produced the figures.
+// `--phase-times` (base/phase_timer.h) also splits each pp / tg test's measured forward calls
+// into phases: "phases_per_forward" in the JSON and a table on stderr.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -30,6 +32,7 @@
 #include "apps/dsserve/prefill_flops.h"
 #include "base/check.h"
 #include "base/clock.h"
+#include "base/phase_timer.h"
 #include "base/rng.h"
 #include "base/str_cat.h"
 #include "bench/compute_peak.h"
@@ -61,6 +64,7 @@ struct BenchModelArgs {
   int64_t bandwidth_mib = 1024;
   uint64_t seed = 1234;
   bool json = false;
+  bool phase_times = false;
   bool context_only = false;             // --context-only: skip the pp and tg tests
   std::string context_fill = "prefill";  // prefill | synthetic (diagnostic, BatchDriver)
 };
@@ -107,6 +111,7 @@ std::vector<double> bench_prefill(const Model& m, const BenchModelArgs& a, int32
   std::vector<double> tok_s;
   for (int32_t rep = -1; rep < a.repetitions; ++rep) {  // rep -1: warm-up
     d.truncate(0);
+    if (rep == 0) phase_reset();
     const double t0 = now_seconds();
     d.step(ids, n);
     const double s = now_seconds() - t0;
@@ -136,6 +141,7 @@ std::vector<double> bench_decode(const Model& m, const BenchModelArgs& a, int32_
     if (rep >= 0 && bw_gbps != nullptr)
       bw_gbps->push_back(bench::measure_read_gbps(a.bandwidth_mib, m.n_threads()));
     const int64_t reads0 = d.routed_expert_reads();
+    if (rep == 0) phase_reset();
     const double t0 = now_seconds();
     for (int32_t i = 0; i < n_steps; ++i)
       d.step(std::span<const TokenId>(ids).subspan(static_cast<size_t>(i) * b, b), 1);
@@ -157,6 +163,26 @@ std::vector<double> bench_decode(const Model& m, const BenchModelArgs& a, int32_
 // percentage). The VM's bandwidth switches regime within a run (minutes, sometimes seconds), so
 // one pair of samples around all repetitions can pair a slow spell's decode with a fast spell's
 // bandwidth or the reverse; paired per repetition, the median is the figure.
+// --phase-times (base/phase_timer.h): the phases of the forward calls since phase_reset()
+// (bench_prefill / bench_decode reset at their first measured repetition), per forward call: ms
+// and calls, into j["phases_per_forward"][test] and a table on stderr. Nothing without the flag.
+void report_phases(OrderedJson& j, const std::string& test) {
+  if (!phase_timers_on()) return;
+  const PhaseTotals t = phase_totals();
+  const auto n = static_cast<double>(t.calls[static_cast<size_t>(Phase::kForward)]);
+  if (n == 0) return;
+  progress("bench-model: %s phases per forward (ms, calls)\n", test.c_str());
+  OrderedJson o;
+  for (int32_t i = 0; i < kNumPhases; ++i) {
+    const auto k = static_cast<size_t>(i);
+    if (t.calls[k] == 0) continue;
+    const double ms = t.seconds[k] * 1e3 / n, calls = static_cast<double>(t.calls[k]) / n;
+    progress("  %-16s %10.3f %7.1f\n", phase_name(static_cast<Phase>(i)), ms, calls);
+    o[phase_name(static_cast<Phase>(i))] = {{"ms", ms}, {"calls", calls}};
+  }
+  j["phases_per_forward"][test] = o;
+}
+
 std::vector<double> paired_roofline_pct(const std::vector<double>& tok_s,
                                         const std::vector<double>& bw_gbps, int64_t bytes) {
   DSS_CHECK(bw_gbps.size() == tok_s.size() + 1);
@@ -257,6 +283,7 @@ int run_bench_model(const BenchModelArgs& a) {
   const Model& m = **loaded;
   const ModelConfig& c = m.config();
   const int32_t n_threads = m.n_threads();
+  set_phase_timers(a.phase_times);
   const ActiveBytes bytes = active_bytes_per_token(m.weights(), c.n_experts_per_tok);
   Rng rng(a.seed);
   OrderedJson j;
@@ -295,6 +322,7 @@ int run_bench_model(const BenchModelArgs& a) {
   for (int32_t n : a.context_only ? std::vector<int32_t>{} : a.prefill) {
     progress("bench-model: pp%d\n", n);
     const Stat s = stat_of(bench_prefill(m, a, n, rng));
+    report_phases(j, str_cat("pp", n));
     rows.emplace_back(str_cat("pp", n), s);
     j[str_cat("prefill_", n, "_tok_s")] = s.mean;
     j[str_cat("prefill_", n, "_tok_s_stddev")] = s.stddev;
@@ -338,6 +366,7 @@ int run_bench_model(const BenchModelArgs& a) {
       pct_bs1 = paired_roofline_pct(tok_s, bw_bs1, bytes.total);
       pct_bs1_median = bench::percentile(pct_bs1, 50);
     }
+    report_phases(j, str_cat("tg", a.decode_tokens, "_bs", b));
     rows.emplace_back(str_cat("tg", a.decode_tokens, " bs", b), s);
     j[str_cat("decode_bs", b, "_tok_s")] = s.mean;
     j[str_cat("decode_bs", b, "_tok_s_stddev")] = s.stddev;
@@ -531,6 +560,10 @@ void register_bench_model_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--seed", a->seed, "Seed of the random token ids")->capture_default_str();
   cmd->add_flag("--json", a->json, "Print one JSON object instead of tables");
+  cmd->add_flag("--phase-times", a->phase_times,
+                "Also time each pp / tg test's forward calls per phase (MLA, MoE and their parts, "
+                "lm_head): ms and calls per forward, on stderr and in the JSON "
+                "(phases_per_forward); ~0.1% of a batch-1 step");
   cmd->callback([a] { exit_code = run_bench_model(*a); });
 }
 

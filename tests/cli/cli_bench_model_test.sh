@@ -225,6 +225,40 @@ check "paired roofline line" grep -q "decode bs1 per repetition against the high
 check "prefill peak line" grep -q "pp32 .* GFLOP/s = .*% of the bf16-dot peak" "$tmp/human.out"
 check "batch roofline rows" grep -qE "^\|     2 \| +[0-9.]+ \| +[0-9.]+ \| +[0-9.]+ \| +[0-9.]+ \| +[0-9.]+% \| +[0-9.]+ \| +[0-9.]+ \|$" "$tmp/human.out"
 
+# --phase-times: each pp / tg test's phases per forward; their calls per forward counted here
+# from config.json (one forward, MLA in every layer, MoE / dense per layer kind, lm_head once),
+# sub-phases within their block's time and the blocks within the forward's; without the flag no
+# phases at all.
+check "no phases without --phase-times" /usr/bin/python3 -c "
+import json; assert 'phases_per_forward' not in json.load(open('$tmp/tiny.json'))"
+for preset in tiny tiny-v32; do
+  "$bin" bench-model --model "$tmp/$preset" "${small[@]}" --phase-times --json \
+    >"$tmp/phases-$preset.json" 2>"$tmp/phases-$preset.err"
+  check "bench-model --phase-times on $preset exits 0" test $? -eq 0
+  check "phase table on stderr ($preset)" grep -q "tg4_bs2 phases per forward" "$tmp/phases-$preset.err"
+  check "phases per forward on $preset" /usr/bin/python3 - "$tmp/phases-$preset.json" "$tmp/$preset/config.json" <<'PY'
+import json, sys
+o = json.load(open(sys.argv[1]))["phases_per_forward"]
+cfg = json.load(open(sys.argv[2]))
+L, dense = cfg["num_hidden_layers"], cfg["first_k_dense_replace"]
+assert sorted(o) == ["pp16", "pp32", "tg4_bs1", "tg4_bs2"], sorted(o)
+want = {"forward": 1, "mla": L, "mla.q_a+kv_a": L, "mla.q_b": L, "mla.rope+cache": L,
+        "mla.attn": L, "mla.o": L, "moe": L - dense, "moe.route": L - dense,
+        "moe.experts": L - dense, "moe.sum": L - dense, "lm_head": 1}
+if dense:
+    want["dense_ffn"] = dense
+for test, ph in o.items():
+    assert {k: v["calls"] for k, v in ph.items()} == want, (test, ph)
+    assert all(v["ms"] > 0 for v in ph.values()), (test, ph)
+    eps = 1e-3  # ms: rounding of the per-phase nanosecond sums
+    for block in ("mla", "moe"):
+        sub = sum(v["ms"] for k, v in ph.items() if k.startswith(block + "."))
+        assert sub <= ph[block]["ms"] + eps, (test, block, sub, ph[block]["ms"])
+    blocks = sum(ph[k]["ms"] for k in ("mla", "moe", "dense_ffn", "lm_head") if k in ph)
+    assert blocks <= ph["forward"]["ms"] + eps, (test, blocks, ph["forward"]["ms"])
+PY
+done
+
 # --weight-dtype bf16: the count follows the converted weights (more bytes than FP8).
 "$bin" bench-model --model "$tmp/tiny" "${small[@]}" --weight-dtype bf16 --json \
   >"$tmp/bf16.json" 2>"$tmp/bf16.err"

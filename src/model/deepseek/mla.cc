@@ -14,6 +14,7 @@
 #include <limits>
 
 #include "base/check.h"
+#include "base/phase_timer.h"
 #include "kernels/cpu/attn_tile.h"
 #include "kernels/cpu/matmul.h"
 #include "kernels/cpu/matmul_parallel.h"
@@ -66,6 +67,7 @@ void Model::mla(int32_t i_layer, const ForwardBatch& b, KvCache& kv, Workspace& 
   const int32_t T = b.n_tokens(), H = c.n_heads, d_qk = c.d_qk(), R = c.kv_lora_rank;
   const int32_t n_pairs = c.d_rope / 2;
   // Projections for all tokens of the step.
+  DSS_PHASES(phase, kMlaProjIn);
   // q_a and kv_a read the same xn: one dispatch where the split allows (decode; W8A8 quantises
   // x per product inside mm()).
   if (act_quant_fp8_) {
@@ -80,7 +82,9 @@ void Model::mla(int32_t i_layer, const ForwardBatch& b, KvCache& kv, Workspace& 
     float* qa = ws.q_a.data() + static_cast<size_t>(t) * c.q_lora_rank;
     cpu::rmsnorm(qa, w.q_a_norm, c.q_lora_rank, c.rms_eps, qa);
   }
+  DSS_PHASE_NEXT(phase, kMlaQb);
   mm(w.q_b, ws.q_a.data(), T, ws.q.data());
+  DSS_PHASE_NEXT(phase, kMlaRopeCache);
   // Normalise + rotate, write the cache rows, rotate the query rope parts.
   for (int32_t t = 0; t < T; ++t) {
     rope_.angles(b.positions[static_cast<size_t>(t)], ws.rope_cos.data(), ws.rope_sin.data());
@@ -108,6 +112,7 @@ void Model::mla(int32_t i_layer, const ForwardBatch& b, KvCache& kv, Workspace& 
     kv.store(i_layer, b.kv_write_slots[static_cast<size_t>(t)],
              ws.kv_new.data() + static_cast<size_t>(t) * d_row);
   }
+  DSS_PHASE_NEXT(phase, kMlaAttention);
   // Attention reads every row, the step's own included, from the cache (what decode will see).
   // Naive sequences one at a time; absorbed tokens in chunks across sequences, so a decode step's
   // W_UK / W_UV products are one matmul per head and chunk (results as for one token: matmul
@@ -134,6 +139,7 @@ void Model::mla(int32_t i_layer, const ForwardBatch& b, KvCache& kv, Workspace& 
     }
   }
   if (n_abs > 0) mla_absorbed(i_layer, b, abs_toks, abs_seqs, n_abs, kv, ws);
+  DSS_PHASE_NEXT(phase, kMlaOut);
   mm(w.o, ws.attn.data(), T, ws.tmp.data());
 }
 

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <array>
 
+#include "base/phase_timer.h"
 #include "base/two_stage_jobs.h"
 #include "kernels/cpu/matmul.h"
 #include "kernels/cpu/vec_ops.h"
@@ -82,7 +83,9 @@ void Model::moe(int32_t i_layer, const MoeWeights& m, int32_t T, Workspace& ws) 
   const ModelConfig& c = cfg_;
   const int32_t E = c.n_experts, K = c.n_experts_per_tok;
   const int64_t d = c.d_model;
+  DSS_PHASES(phase, kMoeRoute);
   moe_route(i_layer, m, T, ws);
+  DSS_PHASE_NEXT(phase, kMoeExperts);
   const std::vector<int32_t>& off = ws.expert_offsets;
   float* out = ws.tmp.data();
   if (act_quant_fp8_) {  // W8A8: activations are quantised per matmul call inside mm()
@@ -150,6 +153,7 @@ void Model::moe(int32_t i_layer, const MoeWeights& m, int32_t T, Workspace& ws) 
         cpu::matmul_rows(j.f->down, j.g, j.n_tok, j.y, r0, r1);
       });
   // Weighted sum per token: its experts in ascending expert order, then the shared expert.
+  DSS_PHASE_NEXT(phase, kMoeSum);
   pool_->parallel_for(T, 1, [&](int64_t t0, int64_t t1, int32_t) {
     for (auto t = static_cast<int32_t>(t0); t < t1; ++t) {
       std::array<int32_t, kMaxChoices>

@@ -4,6 +4,7 @@
 #include <thread>
 
 #include "base/check.h"
+#include "base/phase_timer.h"
 #include "kernels/cpu/act_quant.h"
 #include "kernels/cpu/cpu_features.h"
 #include "kernels/cpu/matmul.h"
@@ -93,6 +94,7 @@ void Model::forward(const ForwardBatch& b, KvCache& kv, Workspace& ws, float* lo
             " threads");
   DSS_CHECK(!act_quant_fp8_ || ws.limits.act_quant, "W8A8 model needs WorkspaceLimits::act_quant");
   const ActQuantScope act_quant_scope(&ws.act_q);
+  DSS_PHASE_SCOPE(kForward);
   // Embedding lookup (plain, unscaled).
   for (int32_t t = 0; t < T; ++t) {
     const TokenId id = b.tokens[static_cast<size_t>(t)];
@@ -108,13 +110,18 @@ void Model::forward(const ForwardBatch& b, KvCache& kv, Workspace& ws, float* lo
     const LayerWeights& L = w_.layers[static_cast<size_t>(i)];
     for (int32_t t = 0; t < T; ++t)
       cpu::rmsnorm(ws.h.data() + t * d, L.attn_norm, d, c.rms_eps, ws.xn.data() + t * d);
-    mla(i, b, kv, ws, path);  // xn -> tmp
+    {
+      DSS_PHASE_SCOPE(kMla);
+      mla(i, b, kv, ws, path);  // xn -> tmp
+    }
     for (int32_t t = 0; t < T; ++t) cpu::axpy(1.0f, ws.tmp.data() + t * d, ws.h.data() + t * d, d);
     for (int32_t t = 0; t < T; ++t)
       cpu::rmsnorm(ws.h.data() + t * d, L.ffn_norm, d, c.rms_eps, ws.xn.data() + t * d);
     if (L.is_moe) {
+      DSS_PHASE_SCOPE(kMoe);
       moe(i, L.moe, T, ws);  // xn -> tmp
     } else {
+      DSS_PHASE_SCOPE(kDenseFfn);
       ffn(L.dense, T, c.d_ff, ws.xn.data(), ws.tmp.data(), ws);
     }
     for (int32_t t = 0; t < T; ++t) cpu::axpy(1.0f, ws.tmp.data() + t * d, ws.h.data() + t * d, d);
@@ -125,7 +132,10 @@ void Model::forward(const ForwardBatch& b, KvCache& kv, Workspace& ws, float* lo
     DSS_CHECK(t >= 0 && t < T, "logit row ", t, " out of range");
     cpu::rmsnorm(ws.h.data() + t * d, w_.final_norm, d, c.rms_eps, ws.logit_in.data() + j * d);
   }
-  if (n_out > 0) mm(w_.lm_head, ws.logit_in.data(), n_out, logits);
+  if (n_out > 0) {
+    DSS_PHASE_SCOPE(kLmHead);
+    mm(w_.lm_head, ws.logit_in.data(), n_out, logits);
+  }
 }
 
 void Model::mm(const Matrix& w, const float* x, int64_t n_tok, float* y) const {

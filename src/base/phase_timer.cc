@@ -1,0 +1,46 @@
+#include "base/phase_timer.h"
+
+#include <atomic>
+
+namespace dss {
+
+namespace {
+std::atomic<bool> g_on{false};
+std::array<std::atomic<int64_t>, kNumPhases> g_ns{};
+std::array<std::atomic<int64_t>, kNumPhases> g_calls{};
+}  // namespace
+
+const char* phase_name(Phase p) {
+  static constexpr std::array<const char*, kNumPhases> kNames = {
+      "forward", "mla",       "mla.q_a+kv_a", "mla.q_b", "mla.rope+cache", "mla.attn", "mla.o",
+      "moe",     "moe.route", "moe.experts",  "moe.sum", "dense_ffn",      "lm_head"};
+  const auto i = static_cast<int32_t>(p);
+  return i >= 0 && i < kNumPhases ? kNames[static_cast<size_t>(i)] : "?";
+}
+
+void set_phase_timers(bool on) { g_on.store(on, std::memory_order_relaxed); }
+bool phase_timers_on() { return g_on.load(std::memory_order_relaxed); }
+
+void phase_add(Phase p, int64_t ns) {
+  const auto i = static_cast<size_t>(p);
+  g_ns[i].fetch_add(ns, std::memory_order_relaxed);
+  g_calls[i].fetch_add(1, std::memory_order_relaxed);
+}
+
+PhaseTotals phase_totals() {
+  PhaseTotals t;
+  for (size_t i = 0; i < static_cast<size_t>(kNumPhases); ++i) {
+    t.seconds[i] = static_cast<double>(g_ns[i].load(std::memory_order_relaxed)) * 1e-9;
+    t.calls[i] = g_calls[i].load(std::memory_order_relaxed);
+  }
+  return t;
+}
+
+void phase_reset() {
+  for (size_t i = 0; i < static_cast<size_t>(kNumPhases); ++i) {
+    g_ns[i].store(0, std::memory_order_relaxed);
+    g_calls[i].store(0, std::memory_order_relaxed);
+  }
+}
+
+}  // namespace dss

@@ -1,0 +1,88 @@
+// Wall-clock time per phase of the forward pass, for speed work: off until
+// set_phase_timers(true) (`dsserve bench-model --phase-times`); while off, a scope costs one
+// relaxed atomic load and a branch.
+//
+// Phases are timed on the thread that calls Model::forward (the thread pool's caller): a phase is
+// the wall time of its dispatches, every thread's share included, so the phases of one forward
+// add up to its time. Totals are process-wide since the last phase_reset(); a reader takes them
+// after the forward calls they cover have returned (relaxed atomics: no ordering beyond that).
+//
+//   DSS_PHASE_SCOPE(kMoe);              // the rest of this block is Phase::kMoe
+//   DSS_PHASES(split, kMlaProjIn);      // a sequence of phases in one block: kMlaProjIn until
+//   DSS_PHASE_NEXT(split, kMlaQb);      // here, then kMlaQb until the block ends
+#pragma once
+
+#include <array>
+#include <chrono>
+#include <cstdint>
+
+namespace dss {
+
+enum class Phase : int32_t {
+  kForward,       // Model::forward, whole
+  kMla,           // attention block per layer (its norm excluded)
+  kMlaProjIn,     //   q_a + kv_a and q_a's norm
+  kMlaQb,         //   q_b
+  kMlaRopeCache,  //   kv norm, rotary embedding, indexer keys, cache writes
+  kMlaAttention,  //   naive or absorbed attention (absorbed: W_UK, attention, W_UV)
+  kMlaOut,        //   o
+  kMoe,           // MoE block per layer
+  kMoeRoute,      //   router product, routing, bucketing
+  kMoeExperts,    //   row gather and the experts' two-stage dispatch (W8A8: the experts, summed)
+  kMoeSum,        //   weighted sum
+  kDenseFfn,      // dense FFN block
+  kLmHead,        // the logit rows' final products
+  kCount
+};
+inline constexpr int32_t kNumPhases = static_cast<int32_t>(Phase::kCount);
+
+// "forward", "mla", "mla.q_a+kv_a", ...: a dotted name per phase (sub-phases after their block).
+const char* phase_name(Phase p);
+
+struct PhaseTotals {
+  std::array<double, kNumPhases> seconds{};
+  std::array<int64_t, kNumPhases> calls{};
+};
+
+void set_phase_timers(bool on);  // off at start
+bool phase_timers_on();
+void phase_add(Phase p, int64_t ns);  // any thread
+PhaseTotals phase_totals();
+void phase_reset();
+
+// Adds the time from construction (or the last next()) to the current phase, where the timers
+// were on at construction.
+class PhaseSplit {
+ public:
+  explicit PhaseSplit(Phase p) : p_(p), on_(phase_timers_on()) {
+    if (on_) t0_ = Clock::now();
+  }
+  PhaseSplit(const PhaseSplit&) = delete;
+  PhaseSplit& operator=(const PhaseSplit&) = delete;
+  ~PhaseSplit() { close(); }
+  void next(Phase p) {
+    close();
+    p_ = p;
+  }
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  void close() {
+    if (!on_) return;
+    const Clock::time_point t = Clock::now();
+    phase_add(p_, std::chrono::duration_cast<std::chrono::nanoseconds>(t - t0_).count());
+    t0_ = t;
+  }
+  Phase p_;
+  bool on_;
+  Clock::time_point t0_{};
+};
+
+#define DSS_PHASE_CAT2_(a, b) a##b
+#define DSS_PHASE_CAT_(a, b) DSS_PHASE_CAT2_(a, b)
+#define DSS_PHASE_SCOPE(p) \
+  const ::dss::PhaseSplit DSS_PHASE_CAT_(dss_phase_scope_, __LINE__)(::dss::Phase::p)
+#define DSS_PHASES(var, p) ::dss::PhaseSplit var(::dss::Phase::p)
+#define DSS_PHASE_NEXT(var, p) var.next(::dss::Phase::p)
+
+}  // namespace dss

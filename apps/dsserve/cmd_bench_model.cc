@@ -158,11 +158,6 @@ std::vector<double> bench_decode(const Model& m, const BenchModelArgs& a, int32_
   return tok_s;
 }
 
-// Batch 1 against the roofline per repetition: its tok/s times the bytes per token over the
-// higher of the bandwidth samples right before and after it (the lower, conservative
-// percentage). The VM's bandwidth switches regime within a run (minutes, sometimes seconds), so
-// one pair of samples around all repetitions can pair a slow spell's decode with a fast spell's
-// bandwidth or the reverse; paired per repetition, the median is the figure.
 // --phase-times (base/phase_timer.h): the phases of the forward calls since phase_reset()
 // (bench_prefill / bench_decode reset at their first measured repetition), per forward call: ms
 // and calls, into j["phases_per_forward"][test] and a table on stderr. Nothing without the flag.
@@ -183,6 +178,11 @@ void report_phases(OrderedJson& j, const std::string& test) {
   j["phases_per_forward"][test] = o;
 }
 
+// Batch 1 against the roofline per repetition: its tok/s times the bytes per token over the
+// higher of the bandwidth samples right before and after it (the lower, conservative
+// percentage). The VM's bandwidth switches regime within a run (minutes, sometimes seconds), so
+// one pair of samples around all repetitions can pair a slow spell's decode with a fast spell's
+// bandwidth or the reverse; paired per repetition, the median is the figure.
 std::vector<double> paired_roofline_pct(const std::vector<double>& tok_s,
                                         const std::vector<double>& bw_gbps, int64_t bytes) {
   DSS_CHECK(bw_gbps.size() == tok_s.size() + 1);

@@ -1,25 +1,23 @@
 #include "base/phase_timer.h"
 
 #include <atomic>
+#include <iterator>
 
 namespace dss {
 
 namespace {
-std::atomic<bool> g_on{false};
 std::array<std::atomic<int64_t>, kNumPhases> g_ns{};
 std::array<std::atomic<int64_t>, kNumPhases> g_calls{};
 }  // namespace
 
 const char* phase_name(Phase p) {
-  static constexpr std::array<const char*, kNumPhases> kNames = {
+  static constexpr const char* kNames[] = {
       "forward", "mla",       "mla.q_a+kv_a", "mla.q_b", "mla.rope+cache", "mla.attn", "mla.o",
       "moe",     "moe.route", "moe.experts",  "moe.sum", "dense_ffn",      "lm_head"};
+  static_assert(std::size(kNames) == kNumPhases, "a name per phase");
   const auto i = static_cast<int32_t>(p);
   return i >= 0 && i < kNumPhases ? kNames[static_cast<size_t>(i)] : "?";
 }
-
-void set_phase_timers(bool on) { g_on.store(on, std::memory_order_relaxed); }
-bool phase_timers_on() { return g_on.load(std::memory_order_relaxed); }
 
 void phase_add(Phase p, int64_t ns) {
   const auto i = static_cast<size_t>(p);

@@ -1,11 +1,13 @@
 // Wall-clock time per phase of the forward pass, for speed work: off until
 // set_phase_timers(true) (`dsserve bench-model --phase-times`); while off, a scope costs one
-// relaxed atomic load and a branch.
+// relaxed atomic load and a branch (inline).
 //
 // Phases are timed on the thread that calls Model::forward (the thread pool's caller): a phase is
-// the wall time of its dispatches, every thread's share included, so the phases of one forward
-// add up to its time. Totals are process-wide since the last phase_reset(); a reader takes them
-// after the forward calls they cover have returned (relaxed atomics: no ordering beyond that).
+// the wall time of its dispatches, every thread's share included, so the blocks of one forward
+// add up to at most its time (the embedding, norms and residual adds are in no phase) and a
+// block's sub-phases to at most the block's. Totals are process-wide since the last phase_reset();
+// a reader takes them after the forward calls they cover have returned (relaxed atomics: no
+// ordering beyond that).
 //
 //   DSS_PHASE_SCOPE(kMoe);              // the rest of this block is Phase::kMoe
 //   DSS_PHASES(split, kMlaProjIn);      // a sequence of phases in one block: kMlaProjIn until
@@ -13,6 +15,7 @@
 #pragma once
 
 #include <array>
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 
@@ -24,7 +27,8 @@ enum class Phase : int32_t {
   kMlaProjIn,     //   q_a + kv_a and q_a's norm
   kMlaQb,         //   q_b
   kMlaRopeCache,  //   kv norm, rotary embedding, indexer keys, cache writes
-  kMlaAttention,  //   naive or absorbed attention (absorbed: W_UK, attention, W_UV)
+  kMlaAttention,  //   naive or absorbed attention (absorbed: W_UK, attention, W_UV); V3.2: with
+                  //   the indexer's selection (scores, top-k)
   kMlaOut,        //   o
   kMoe,           // MoE block per layer
   kMoeRoute,      //   router product, routing, bucketing
@@ -44,8 +48,14 @@ struct PhaseTotals {
   std::array<int64_t, kNumPhases> calls{};
 };
 
-void set_phase_timers(bool on);  // off at start
-bool phase_timers_on();
+namespace phase_timer_detail {
+inline std::atomic<bool> g_on{false};
+}  // namespace phase_timer_detail
+
+inline void set_phase_timers(bool on) {  // off at start
+  phase_timer_detail::g_on.store(on, std::memory_order_relaxed);
+}
+inline bool phase_timers_on() { return phase_timer_detail::g_on.load(std::memory_order_relaxed); }
 void phase_add(Phase p, int64_t ns);  // any thread
 PhaseTotals phase_totals();
 void phase_reset();

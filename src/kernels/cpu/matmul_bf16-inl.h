@@ -13,6 +13,7 @@
 #include <cstring>
 #include <type_traits>
 
+#include "base/check.h"
 #include "hwy/cache_control.h"
 #include "hwy/highway.h"
 #include "kernels/cpu/hwy_util-inl.h"
@@ -214,6 +215,17 @@ HWY_INLINE void Bf16GemvBlock(const T* HWY_RESTRICT wt, int64_t tile_stride, int
 // it.
 constexpr int Bf16GemvRun(int g) { return g >= 7 ? 1 : (g >= 2 ? 2 : 4); }
 inline constexpr int kMaxBf16GemvRun = Bf16GemvRun(1);
+// The run's buffers (Bf16GemvTiles) hold kMaxBf16GemvRun tiles, and TiledRowsWith's runs take the
+// first group's count (Bf16GemvRunOf): every group's run is 1..kMaxBf16GemvRun tiles and no larger
+// than a larger group's.
+constexpr bool Bf16GemvRunsFit() {
+  for (int g = 1; g <= 16; ++g) {
+    if (Bf16GemvRun(g) < 1 || Bf16GemvRun(g) > kMaxBf16GemvRun) return false;
+    if (g > 1 && Bf16GemvRun(g) > Bf16GemvRun(g - 1)) return false;
+  }
+  return true;
+}
+static_assert(Bf16GemvRunsFit());
 
 template <typename T, bool kFolded, bool kPaired>
 struct Bf16GemvFn {
@@ -297,6 +309,8 @@ HWY_INLINE void Bf16GemvTiles(const TiledView<T>& m, int64_t ti, int nt,
   constexpr int64_t kPairs = kTiledCols / 2;
   HWY_ALIGN float accb[kMaxBf16GemvRun * kAccStride];
   HWY_ALIGN uint32_t xsp[kMaxBf16GemvRun * kMaxTok * kPairs];  // [tile][token][pair]
+  DSS_DCHECK(nt >= 1 && nt <= kMaxBf16GemvRun && n_tok < kMaxTok, "GEMV run of ", nt, " tiles, ",
+             n_tok, " tokens");
   const T* wt = m.tile(ti);
   const int64_t tile_stride = kTileRows * m.n_cols;
   for (int64_t c0 = 0; c0 < m.n_cols; c0 += kTiledCols) {

@@ -33,7 +33,8 @@ inline constexpr int64_t kMatmulBlockGrainChunks = 4;
 // and converts the activations per two tiles, not per one (decode batch 16's q_a + kv_a, 384 +
 // 288 rows: 82-86 -> 73-76 us per layer; BM_Gemm_FP8_Expert_Bf16DotPairs/48, a 512-row matrix
 // through matmul_parallel, 510-521 -> 627-629 GFLOP/s). BF16 under the bf16-dot GEMV (to 16
-// tokens) runs its tiles one by one either way.
+// tokens) takes its tiles in GEMV runs of 1-2 tiles at 5-16 tokens (matmul_bf16-inl.h
+// Bf16GemvRun), which the two-tile grain leaves whole.
 inline constexpr int64_t kMatmulGemmGrainRows = 2 * kTileRows;
 
 // y[n_tok, w.n_rows] = x[n_tok, w.n_cols] W^T on `pool` (called from the pool's owner thread).

@@ -215,17 +215,6 @@ HWY_INLINE void Bf16GemvBlock(const T* HWY_RESTRICT wt, int64_t tile_stride, int
 // it.
 constexpr int Bf16GemvRun(int g) { return g >= 7 ? 1 : (g >= 2 ? 2 : 4); }
 inline constexpr int kMaxBf16GemvRun = Bf16GemvRun(1);
-// The run's buffers (Bf16GemvTiles) hold kMaxBf16GemvRun tiles, and TiledRowsWith's runs take the
-// first group's count (Bf16GemvRunOf): every group's run is 1..kMaxBf16GemvRun tiles and no larger
-// than a larger group's.
-constexpr bool Bf16GemvRunsFit() {
-  for (int g = 1; g <= 16; ++g) {
-    if (Bf16GemvRun(g) < 1 || Bf16GemvRun(g) > kMaxBf16GemvRun) return false;
-    if (g > 1 && Bf16GemvRun(g) > Bf16GemvRun(g - 1)) return false;
-  }
-  return true;
-}
-static_assert(Bf16GemvRunsFit());
 
 template <typename T, bool kFolded, bool kPaired>
 struct Bf16GemvFn {
@@ -291,6 +280,17 @@ inline constexpr int Bf16NextGroup(int64_t n) {
 // group's blocks take the run's tiles in blocks no larger than its own (Bf16GemvRun does not
 // increase with g).
 inline constexpr int Bf16GemvRunOf(int64_t n_tok) { return Bf16GemvRun(Bf16NextGroup(n_tok)); }
+// The run's buffers (Bf16GemvTiles) hold kMaxBf16GemvRun tiles, and TiledRowsWith's runs take the
+// first group's count: every group size's run is 1..kMaxBf16GemvRun tiles and no larger than a
+// larger group's.
+constexpr bool Bf16GemvRunsFit() {
+  for (int g = 1; g <= kBf16GemvGroup; ++g) {
+    if (Bf16GemvRun(g) < 1 || Bf16GemvRun(g) > kMaxBf16GemvRun) return false;
+    if (g > 1 && Bf16GemvRun(g) > Bf16GemvRun(g - 1)) return false;
+  }
+  return true;
+}
+static_assert(Bf16GemvRunsFit());
 
 // GEMV: rows [r_begin, r_end) of the nt (<= kMaxBf16GemvRun) tiles from ti for n_tok
 // (< kBf16GemmMinTokens<T>) tokens (FP8: their |x| ranges for the fold, as the f32 path).

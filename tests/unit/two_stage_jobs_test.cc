@@ -39,7 +39,8 @@ struct Check {
   // descheduled core).
   void run(ThreadPool& pool, int64_t grain, int32_t n_parts, bool stall_first_a) {
     int64_t units = 0;
-    for (const TwoStageShape& s : shapes) units += (s.rows_a + grain - 1) / grain;
+    for (const TwoStageShape& s : shapes)
+      units += (s.rows_a + grain - 1) / grain + (s.rows_b + grain - 1) / grain;
     TwoStageClaims claims(units, static_cast<int32_t>(shapes.size()));
     std::atomic<bool> first_a_seen{!stall_first_a};
     run_two_stage(
@@ -133,7 +134,7 @@ TEST(TwoStageJobs, StalledOrSequentialPartsStillFinishInOrder) {
 TEST(TwoStageJobs, WholeJobsRunBothStagesBackToBack) {
   ThreadPool pool(1);
   const std::vector<TwoStageShape> shapes(7, TwoStageShape{512, 1024, 2 * 1024 * 5, 512 * 5});
-  TwoStageClaims claims(7 * 4, 7);
+  TwoStageClaims claims(7 * (4 + 8), 7);
   using Call = std::array<int64_t, 4>;  // stage (0: first, 1: second), job, r0, r1
   std::vector<Call> calls;
   run_two_stage(
@@ -150,6 +151,49 @@ TEST(TwoStageJobs, WholeJobsRunBothStagesBackToBack) {
       {1, 3, 0, 512},  {0, 4, 0, 512},  {1, 4, 0, 1024}, {0, 5, 0, 512},
       {1, 5, 0, 1024}, {0, 6, 0, 512},  {1, 6, 0, 1024}, {1, 3, 512, 1024}};
   EXPECT_EQ(calls, expected);
+}
+
+// A part that ends while another runs takes the other's unclaimed units from the end of the job
+// list back: 8 jobs in 2 parts on 2 threads (part 0: jobs 0-3, part 1: jobs 4-7). Part 0 waits at
+// its first call until part 1 has started (so the parts run on different threads), part 1 stalls
+// 200 ms in job 4's first stage: part 0's thread then runs jobs 7, 6 and 5, both stages, whole.
+TEST(TwoStageJobs, AnEndedPartStealsFromTheEnd) {
+  ThreadPool pool(2);
+  const std::vector<TwoStageShape> shapes(8, TwoStageShape{256, 256, 1, 1});
+  TwoStageClaims claims(8 * (2 + 2), 8);
+  std::atomic<bool> part1_started{false}, rendezvous_timed_out{false};
+  std::vector<std::atomic<std::thread::id>> thread_a(8), thread_b(8);
+  std::vector<std::atomic<int64_t>> rows_b(8);
+  run_two_stage(
+      pool, claims, 8, [&](int32_t j) { return shapes[static_cast<size_t>(j)]; }, 128, 2,
+      [&](int32_t j, int64_t, int64_t) {
+        if (j == 0) {
+          const auto t0 = std::chrono::steady_clock::now();
+          while (!part1_started.load()) {
+            if (std::chrono::steady_clock::now() - t0 > std::chrono::seconds(5)) {
+              rendezvous_timed_out.store(true);
+              break;
+            }
+            std::this_thread::yield();
+          }
+        }
+        if (j == 4 && !part1_started.exchange(true)) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(200));
+        }
+        thread_a[static_cast<size_t>(j)].store(std::this_thread::get_id());
+      },
+      [&](int32_t j, int64_t r0, int64_t r1) {
+        thread_b[static_cast<size_t>(j)].store(std::this_thread::get_id());
+        rows_b[static_cast<size_t>(j)].fetch_add(r1 - r0);
+      });
+  ASSERT_FALSE(rendezvous_timed_out.load()) << "the two parts did not run at the same time";
+  const std::thread::id part0 = thread_a[0].load();
+  EXPECT_NE(thread_a[4].load(), part0) << "job 4's stalled first stage ran on part 1's thread";
+  for (size_t j = 5; j < 8; ++j) {
+    EXPECT_EQ(thread_a[j].load(), part0) << "job " << j << "'s first stage was not stolen";
+    EXPECT_EQ(thread_b[j].load(), part0) << "job " << j << "'s second stage was not stolen";
+  }
+  for (size_t j = 0; j < 8; ++j) EXPECT_EQ(rows_b[j].load(), 256) << "job " << j;
 }
 
 // A job list above the claims' capacity is an invariant failure, not a silent overrun.

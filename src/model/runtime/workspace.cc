@@ -69,8 +69,9 @@ Workspace::Workspace(const ModelConfig& c, const WorkspaceLimits& lim) : limits(
   ye.resize(k * d + T * d);
   if (c.n_experts > 0) {
     const int64_t jobs = std::min<int64_t>(c.n_experts, static_cast<int64_t>(k)) + 1;
-    moe_claims.reserve(jobs * ((static_cast<int64_t>(ff) + kMoeRowGrain - 1) / kMoeRowGrain),
-                       static_cast<int32_t>(jobs));
+    const int64_t units_a = (static_cast<int64_t>(ff) + kMoeRowGrain - 1) / kMoeRowGrain;
+    const int64_t units_b = (static_cast<int64_t>(d) + kMoeRowGrain - 1) / kMoeRowGrain;
+    moe_claims.reserve(jobs * (units_a + units_b), static_cast<int32_t>(jobs));
   }
   logit_in.resize(static_cast<size_t>(lim.max_logit_rows) * d);
   if (lim.act_quant) {

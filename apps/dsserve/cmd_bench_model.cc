@@ -17,7 +17,9 @@
 // `--context-fill synthetic` writes random cache rows instead (BatchDriver::fill_synthetic): for
 // iterating on long-context kernels only; the JSON records which fill produced the figures.
 // `--phase-times` (base/phase_timer.h) also splits each pp / tg test's measured forward calls
-// into phases: "phases_per_forward" in the JSON and a table on stderr.
+// into phases: "phases_per_forward" in the JSON and a table on stderr. `--ab-variants N` has the
+// forward calls alternate N variants (base/phase_timer.h) and adds each one's phases
+// ("phases_per_variant"): for comparing two versions of a kernel within one run.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -65,7 +67,8 @@ struct BenchModelArgs {
   uint64_t seed = 1234;
   bool json = false;
   bool phase_times = false;
-  bool context_only = false;             // --context-only: skip the pp and tg tests
+  int32_t ab_variants = 1;    // --ab-variants: forward calls alternate variants (phase_timer.h)
+  bool context_only = false;  // --context-only: skip the pp and tg tests
   std::string context_fill = "prefill";  // prefill | synthetic (diagnostic, BatchDriver)
 };
 
@@ -161,13 +164,13 @@ std::vector<double> bench_decode(const Model& m, const BenchModelArgs& a, int32_
 // --phase-times (base/phase_timer.h): the phases of the forward calls since phase_reset()
 // (bench_prefill / bench_decode reset at their first measured repetition), per forward call: ms
 // and calls, into j["phases_per_forward"][test] and a table on stderr. Nothing without the flag.
-void report_phases(OrderedJson& j, const std::string& test) {
-  if (!phase_timers_on()) return;
-  const PhaseTotals t = phase_totals();
+// With --ab-variants n > 1 also each variant's, into j["phases_per_variant"][test][v] (plus
+// "forwards": its forward calls) and a table per variant.
+OrderedJson phases_of(const PhaseTotals& t, const std::string& title) {
   const auto n = static_cast<double>(t.calls[static_cast<size_t>(Phase::kForward)]);
-  if (n == 0) return;
-  progress("bench-model: %s phases per forward (ms, calls)\n", test.c_str());
   OrderedJson o;
+  if (n == 0) return o;
+  progress("bench-model: %s (ms, calls)\n", title.c_str());
   for (int32_t i = 0; i < kNumPhases; ++i) {
     const auto k = static_cast<size_t>(i);
     if (t.calls[k] == 0) continue;
@@ -175,7 +178,22 @@ void report_phases(OrderedJson& j, const std::string& test) {
     progress("  %-16s %10.3f %7.1f\n", phase_name(static_cast<Phase>(i)), ms, calls);
     o[phase_name(static_cast<Phase>(i))] = {{"ms", ms}, {"calls", calls}};
   }
+  return o;
+}
+void report_phases(OrderedJson& j, const std::string& test) {
+  if (!phase_timers_on()) return;
+  OrderedJson o = phases_of(phase_totals(), test + " phases per forward");
+  if (o.empty()) return;
   j["phases_per_forward"][test] = o;
+  if (phase_variants() == 1) return;
+  OrderedJson per = OrderedJson::array();
+  for (int32_t v = 0; v < phase_variants(); ++v) {
+    const PhaseTotals t = phase_totals(v);
+    OrderedJson ov = phases_of(t, str_cat(test, " variant ", v, " phases per forward"));
+    ov["forwards"] = t.calls[static_cast<size_t>(Phase::kForward)];
+    per.push_back(ov);
+  }
+  j["phases_per_variant"][test] = per;
 }
 
 // Batch 1 against the roofline per repetition: its tok/s times the bytes per token over the
@@ -283,7 +301,8 @@ int run_bench_model(const BenchModelArgs& a) {
   const Model& m = **loaded;
   const ModelConfig& c = m.config();
   const int32_t n_threads = m.n_threads();
-  set_phase_timers(a.phase_times);
+  set_phase_timers(a.phase_times || a.ab_variants > 1);
+  set_phase_variants(a.ab_variants);
   const ActiveBytes bytes = active_bytes_per_token(m.weights(), c.n_experts_per_tok);
   Rng rng(a.seed);
   OrderedJson j;
@@ -564,6 +583,13 @@ void register_bench_model_command(CLI::App& app) {
                 "Also time each pp / tg test's forward calls per phase (MLA, MoE and their parts, "
                 "lm_head): ms and calls per forward, on stderr and in the JSON "
                 "(phases_per_forward); ~0.1% of a batch-1 step");
+  cmd->add_option("--ab-variants", a->ab_variants,
+                  "Speed work: forward calls take variants 0..N-1 in turn, which code under "
+                  "comparison reads with phase_variant() (base/phase_timer.h; a local edit), and "
+                  "the phases are also reported per variant (phases_per_variant; implies "
+                  "--phase-times)")
+      ->check(CLI::Range(1, kMaxPhaseVariants))
+      ->capture_default_str();
   cmd->callback([a] { exit_code = run_bench_model(*a); });
 }
 

@@ -3,11 +3,14 @@
 #include <atomic>
 #include <iterator>
 
+#include "base/check.h"
+
 namespace dss {
 
 namespace {
-std::array<std::atomic<int64_t>, kNumPhases> g_ns{};
-std::array<std::atomic<int64_t>, kNumPhases> g_calls{};
+// [variant][phase]
+std::array<std::array<std::atomic<int64_t>, kNumPhases>, kMaxPhaseVariants> g_ns{};
+std::array<std::array<std::atomic<int64_t>, kNumPhases>, kMaxPhaseVariants> g_calls{};
 }  // namespace
 
 const char* phase_name(Phase p) {
@@ -20,25 +23,43 @@ const char* phase_name(Phase p) {
 }
 
 void phase_add(Phase p, int64_t ns) {
+  const auto v = static_cast<size_t>(phase_variant());
   const auto i = static_cast<size_t>(p);
-  g_ns[i].fetch_add(ns, std::memory_order_relaxed);
-  g_calls[i].fetch_add(1, std::memory_order_relaxed);
+  g_ns[v][i].fetch_add(ns, std::memory_order_relaxed);
+  g_calls[v][i].fetch_add(1, std::memory_order_relaxed);
 }
 
-PhaseTotals phase_totals() {
+PhaseTotals phase_totals(int32_t v) {
+  DSS_CHECK(v >= -1 && v < phase_variants(), "phase_totals: variant ", v, " of ", phase_variants());
   PhaseTotals t;
+  int64_t ns[kNumPhases] = {};
+  for (int32_t k = 0; k < phase_variants(); ++k) {
+    if (v >= 0 && k != v) continue;
+    for (size_t i = 0; i < static_cast<size_t>(kNumPhases); ++i) {
+      ns[i] += g_ns[static_cast<size_t>(k)][i].load(std::memory_order_relaxed);
+      t.calls[i] += g_calls[static_cast<size_t>(k)][i].load(std::memory_order_relaxed);
+    }
+  }
   for (size_t i = 0; i < static_cast<size_t>(kNumPhases); ++i) {
-    t.seconds[i] = static_cast<double>(g_ns[i].load(std::memory_order_relaxed)) * 1e-9;
-    t.calls[i] = g_calls[i].load(std::memory_order_relaxed);
+    t.seconds[i] = static_cast<double>(ns[i]) * 1e-9;
   }
   return t;
 }
 
 void phase_reset() {
-  for (size_t i = 0; i < static_cast<size_t>(kNumPhases); ++i) {
-    g_ns[i].store(0, std::memory_order_relaxed);
-    g_calls[i].store(0, std::memory_order_relaxed);
+  for (size_t v = 0; v < static_cast<size_t>(kMaxPhaseVariants); ++v) {
+    for (size_t i = 0; i < static_cast<size_t>(kNumPhases); ++i) {
+      g_ns[v][i].store(0, std::memory_order_relaxed);
+      g_calls[v][i].store(0, std::memory_order_relaxed);
+    }
   }
+}
+
+void set_phase_variants(int32_t n) {
+  DSS_CHECK(n >= 1 && n <= kMaxPhaseVariants, "set_phase_variants(", n, "): 1..",
+            kMaxPhaseVariants);
+  phase_timer_detail::g_variants.store(n, std::memory_order_relaxed);
+  phase_timer_detail::g_variant.store(0, std::memory_order_relaxed);
 }
 
 }  // namespace dss

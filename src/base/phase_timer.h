@@ -12,6 +12,14 @@
 //   DSS_PHASE_SCOPE(kMoe);              // the rest of this block is Phase::kMoe
 //   DSS_PHASES(split, kMlaProjIn);      // a sequence of phases in one block: kMlaProjIn until
 //   DSS_PHASE_NEXT(split, kMlaQb);      // here, then kMlaQb until the block ends
+//
+// Variants, for comparing two ways of doing something through a noisy machine's swings (the dev
+// VM's read bandwidth changes by 2x within seconds, so whole benchmark runs of two builds differ
+// by ~20%): with set_phase_variants(n), n > 1 (`bench-model --ab-variants n`), forward calls take
+// variants 0, 1, .., n - 1 in turn (a PhaseVariantScope at the top of Model::forward moves to the
+// next one as the forward returns), the code under comparison reads phase_variant() to choose its
+// way (a local, uncommitted edit), and the totals are kept per variant, so consecutive decode
+// steps run different variants and the swings fall on all of them alike.
 #pragma once
 
 #include <array>
@@ -48,17 +56,49 @@ struct PhaseTotals {
   std::array<int64_t, kNumPhases> calls{};
 };
 
+inline constexpr int32_t kMaxPhaseVariants = 4;
+
 namespace phase_timer_detail {
 inline std::atomic<bool> g_on{false};
+inline std::atomic<int32_t> g_variants{1};  // 1..kMaxPhaseVariants
+inline std::atomic<int32_t> g_variant{0};   // the current forward's
 }  // namespace phase_timer_detail
 
 inline void set_phase_timers(bool on) {  // off at start
   phase_timer_detail::g_on.store(on, std::memory_order_relaxed);
 }
 inline bool phase_timers_on() { return phase_timer_detail::g_on.load(std::memory_order_relaxed); }
-void phase_add(Phase p, int64_t ns);  // any thread
-PhaseTotals phase_totals();
+void phase_add(Phase p, int64_t ns);  // any thread; to the current variant
+// Totals since the last phase_reset(): variant v's (0 <= v < phase_variants()), or all variants'
+// together (v = -1).
+PhaseTotals phase_totals(int32_t v = -1);
 void phase_reset();
+
+// n variants (1 <= n <= kMaxPhaseVariants; CHECKed), starting at variant 0 (not during a
+// forward call). 1, the default, is no comparison.
+void set_phase_variants(int32_t n);
+inline int32_t phase_variants() {
+  return phase_timer_detail::g_variants.load(std::memory_order_relaxed);
+}
+// The variant the current forward call runs (0 when there are no variants).
+inline int32_t phase_variant() {
+  return phase_timer_detail::g_variant.load(std::memory_order_relaxed);
+}
+// Moves to the next variant when destroyed (the end of a forward call), where there are several.
+// Declared before the forward's DSS_PHASE_SCOPE(kForward), so the forward's own time goes to the
+// variant it ran.
+class PhaseVariantScope {
+ public:
+  PhaseVariantScope() = default;
+  PhaseVariantScope(const PhaseVariantScope&) = delete;
+  PhaseVariantScope& operator=(const PhaseVariantScope&) = delete;
+  ~PhaseVariantScope() {
+    const int32_t n = phase_variants();
+    if (n > 1) {
+      phase_timer_detail::g_variant.store((phase_variant() + 1) % n, std::memory_order_relaxed);
+    }
+  }
+};
 
 // Adds the time from construction (or the last next()) to the current phase, where the timers
 // were on at construction.

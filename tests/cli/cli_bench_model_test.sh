@@ -259,6 +259,31 @@ for test, ph in o.items():
 PY
 done
 
+# --ab-variants 2: the forward calls alternate two variants (no code reads them here, so this
+# checks the bookkeeping): every test's phases also per variant, each variant's calls per forward
+# as the whole run's, decode steps split evenly (a tg test's steps alternate), stderr tables per
+# variant; out of range refused.
+"$bin" bench-model --model "$tmp/tiny" "${small[@]}" --ab-variants 2 --json \
+  >"$tmp/ab.json" 2>"$tmp/ab.err"
+check "bench-model --ab-variants 2 exits 0" test $? -eq 0
+check "variant tables on stderr" grep -q "tg4_bs2 variant 1 phases per forward" "$tmp/ab.err"
+check "phases per variant" /usr/bin/python3 - "$tmp/ab.json" <<'PY'
+import json, sys
+j = json.load(open(sys.argv[1]))
+whole, per = j["phases_per_forward"], j["phases_per_variant"]
+assert sorted(per) == sorted(whole), (sorted(per), sorted(whole))
+for test, variants in per.items():
+    assert len(variants) == 2, (test, variants)
+    for v in variants:
+        assert v["forwards"] > 0, (test, v)
+        calls = {k: p["calls"] for k, p in v.items() if k != "forwards"}
+        assert calls == {k: p["calls"] for k, p in whole[test].items()}, (test, v, whole[test])
+    if test.startswith("tg"):
+        assert abs(variants[0]["forwards"] - variants[1]["forwards"]) <= 1, (test, variants)
+PY
+"$bin" bench-model --model "$tmp/tiny" "${small[@]}" --ab-variants 5 --json >/dev/null 2>&1
+check "--ab-variants 5 refused" test $? -ne 0
+
 # --weight-dtype bf16: the count follows the converted weights (more bytes than FP8).
 "$bin" bench-model --model "$tmp/tiny" "${small[@]}" --weight-dtype bf16 --json \
   >"$tmp/bf16.json" 2>"$tmp/bf16.err"

@@ -94,6 +94,7 @@ void Model::forward(const ForwardBatch& b, KvCache& kv, Workspace& ws, float* lo
             " threads");
   DSS_CHECK(!act_quant_fp8_ || ws.limits.act_quant, "W8A8 model needs WorkspaceLimits::act_quant");
   const ActQuantScope act_quant_scope(&ws.act_q);
+  const PhaseVariantScope phase_variant_scope;  // after the kForward scope closes: next variant
   DSS_PHASE_SCOPE(kForward);
   // Embedding lookup (plain, unscaled).
   for (int32_t t = 0; t < T; ++t) {

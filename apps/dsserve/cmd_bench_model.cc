@@ -115,6 +115,7 @@ std::vector<double> bench_prefill(const Model& m, const BenchModelArgs& a, int32
   for (int32_t rep = -1; rep < a.repetitions; ++rep) {  // rep -1: warm-up
     d.truncate(0);
     if (rep == 0) phase_reset();
+    if (rep >= 0) restart_phase_variants(rep);
     const double t0 = now_seconds();
     d.step(ids, n);
     const double s = now_seconds() - t0;
@@ -145,6 +146,9 @@ std::vector<double> bench_decode(const Model& m, const BenchModelArgs& a, int32_
       bw_gbps->push_back(bench::measure_read_gbps(a.bandwidth_mib, m.n_threads()));
     const int64_t reads0 = d.routed_expert_reads();
     if (rep == 0) phase_reset();
+    // Each repetition starts at another variant: its first step (after the bandwidth sample's
+    // cold caches) must not always fall on the same one, as it would with an even step count.
+    if (rep >= 0) restart_phase_variants(rep);
     const double t0 = now_seconds();
     for (int32_t i = 0; i < n_steps; ++i)
       d.step(std::span<const TokenId>(ids).subspan(static_cast<size_t>(i) * b, b), 1);
@@ -278,6 +282,8 @@ Status validate(const BenchModelArgs& a) {
   if (a.context_chunk < 1) return Status::error("--context-chunk must be >= 1");
   if (a.repetitions < 1) return Status::error("--repetitions must be >= 1");
   if (a.bandwidth_mib < 1) return Status::error("--bandwidth-mib must be >= 1");
+  if (a.ab_variants < 1 || a.ab_variants > kMaxPhaseVariants)
+    return Status::error("--ab-variants must be 1..", kMaxPhaseVariants);
   return Status::ok();
 }
 
@@ -318,6 +324,7 @@ int run_bench_model(const BenchModelArgs& a) {
   j["decode_tokens"] = a.decode_tokens;
   j["decode_token_ids"] = "fixed random";
   if (!a.decode_context.empty()) j["context_fill"] = a.context_fill;
+  if (a.ab_variants > 1) j["ab_variants"] = a.ab_variants;  // the tok/s mix the variants
   progress("bench-model: measuring read bandwidth (%d threads, %lld MiB)\n", n_threads,
            static_cast<long long>(a.bandwidth_mib));
   const double bw_before = bench::measure_read_gbps(a.bandwidth_mib, n_threads);

@@ -33,7 +33,7 @@ PhaseTotals phase_totals(int32_t v) {
   DSS_CHECK(v >= -1 && v < phase_variants(), "phase_totals: variant ", v, " of ", phase_variants());
   PhaseTotals t;
   int64_t ns[kNumPhases] = {};
-  for (int32_t k = 0; k < phase_variants(); ++k) {
+  for (int32_t k = 0; k < kMaxPhaseVariants; ++k) {
     if (v >= 0 && k != v) continue;
     for (size_t i = 0; i < static_cast<size_t>(kNumPhases); ++i) {
       ns[i] += g_ns[static_cast<size_t>(k)][i].load(std::memory_order_relaxed);
@@ -60,6 +60,12 @@ void set_phase_variants(int32_t n) {
             kMaxPhaseVariants);
   phase_timer_detail::g_variants.store(n, std::memory_order_relaxed);
   phase_timer_detail::g_variant.store(0, std::memory_order_relaxed);
+}
+
+void restart_phase_variants(int64_t i) {
+  DSS_CHECK(i >= 0, "restart_phase_variants(", i, ")");
+  phase_timer_detail::g_variant.store(static_cast<int32_t>(i % phase_variants()),
+                                      std::memory_order_relaxed);
 }
 
 }  // namespace dss

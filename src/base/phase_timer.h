@@ -69,14 +69,18 @@ inline void set_phase_timers(bool on) {  // off at start
 }
 inline bool phase_timers_on() { return phase_timer_detail::g_on.load(std::memory_order_relaxed); }
 void phase_add(Phase p, int64_t ns);  // any thread; to the current variant
-// Totals since the last phase_reset(): variant v's (0 <= v < phase_variants()), or all variants'
-// together (v = -1).
+// Totals since the last phase_reset(): variant v's (0 <= v < phase_variants()), or every
+// variant's together (v = -1).
 PhaseTotals phase_totals(int32_t v = -1);
 void phase_reset();
 
 // n variants (1 <= n <= kMaxPhaseVariants; CHECKed), starting at variant 0 (not during a
 // forward call). 1, the default, is no comparison.
 void set_phase_variants(int32_t n);
+// The next forward call takes variant i mod phase_variants() (not during a forward call):
+// benchmarks start each repetition at another variant, so that a repetition's first call, which
+// may run in different conditions (cold caches), does not always fall on the same one.
+void restart_phase_variants(int64_t i);
 inline int32_t phase_variants() {
   return phase_timer_detail::g_variants.load(std::memory_order_relaxed);
 }

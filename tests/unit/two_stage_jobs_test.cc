@@ -155,8 +155,9 @@ TEST(TwoStageJobs, WholeJobsRunBothStagesBackToBack) {
 
 // A part that ends while another runs takes the other's unclaimed units from the end of the job
 // list back: 8 jobs in 2 parts on 2 threads (part 0: jobs 0-3, part 1: jobs 4-7). Part 0 waits at
-// its first call until part 1 has started (so the parts run on different threads), part 1 stalls
-// 200 ms in job 4's first stage: part 0's thread then runs jobs 7, 6 and 5, both stages, whole.
+// its first call until part 1 has started (so the parts run on different threads), part 1 waits
+// in job 4's first stage until job 5's second stage has run (5 s at most: without stealing it
+// runs only after): part 0's thread then has run jobs 7, 6 and 5, both stages, whole.
 TEST(TwoStageJobs, AnEndedPartStealsFromTheEnd) {
   ThreadPool pool(2);
   const std::vector<TwoStageShape> shapes(8, TwoStageShape{256, 256, 1, 1});
@@ -164,6 +165,8 @@ TEST(TwoStageJobs, AnEndedPartStealsFromTheEnd) {
   std::atomic<bool> part1_started{false}, rendezvous_timed_out{false};
   std::vector<std::atomic<std::thread::id>> thread_a(8), thread_b(8);
   std::vector<std::atomic<int64_t>> rows_b(8);
+  std::vector<int32_t> order_b;  // jobs whose second stage ran on part 0's thread after job 3
+  std::atomic<bool> part0_done{false};
   run_two_stage(
       pool, claims, 8, [&](int32_t j) { return shapes[static_cast<size_t>(j)]; }, 128, 2,
       [&](int32_t j, int64_t, int64_t) {
@@ -178,11 +181,18 @@ TEST(TwoStageJobs, AnEndedPartStealsFromTheEnd) {
           }
         }
         if (j == 4 && !part1_started.exchange(true)) {
-          std::this_thread::sleep_for(std::chrono::milliseconds(200));
+          const auto t0 = std::chrono::steady_clock::now();
+          while (rows_b[5].load() < 256 &&
+                 std::chrono::steady_clock::now() - t0 < std::chrono::seconds(5)) {
+            std::this_thread::yield();
+          }
         }
         thread_a[static_cast<size_t>(j)].store(std::this_thread::get_id());
       },
       [&](int32_t j, int64_t r0, int64_t r1) {
+        if (std::this_thread::get_id() == thread_a[0].load() && part0_done.load())
+          order_b.push_back(j);
+        if (j == 3) part0_done.store(true);
         thread_b[static_cast<size_t>(j)].store(std::this_thread::get_id());
         rows_b[static_cast<size_t>(j)].fetch_add(r1 - r0);
       });
@@ -194,6 +204,10 @@ TEST(TwoStageJobs, AnEndedPartStealsFromTheEnd) {
     EXPECT_EQ(thread_b[j].load(), part0) << "job " << j << "'s second stage was not stolen";
   }
   for (size_t j = 0; j < 8; ++j) EXPECT_EQ(rows_b[j].load(), 256) << "job " << j;
+  // Stolen from the end back: 7, 6, 5 (then possibly part of 4, once its first stage is done).
+  ASSERT_GE(order_b.size(), 3u);
+  EXPECT_EQ(std::vector<int32_t>(order_b.begin(), order_b.begin() + 3),
+            (std::vector<int32_t>{7, 6, 5}));
 }
 
 // A job list above the claims' capacity is an invariant failure, not a silent overrun.
@@ -204,6 +218,9 @@ TEST(TwoStageJobsDeathTest, ChecksTheClaimsCapacity) {
   auto none = [](int32_t, int64_t, int64_t) {};
   EXPECT_DEATH(run_two_stage(pool, claims, 1, shape, 128, 1, none, none), "more units");
   EXPECT_DEATH(run_two_stage(pool, claims, 2, shape, 128, 1, none, none), "more jobs");
+  // 4 first-stage units fit 4, not with the second stage's 1.
+  TwoStageClaims four(4, 1);
+  EXPECT_DEATH(run_two_stage(pool, four, 1, shape, 128, 1, none, none), "more units");
 }
 
 }  // namespace

@@ -103,8 +103,8 @@ struct Workspace {
   std::vector<float> xe;            // [max_tokens * n_experts_per_tok, d_model] bucket order
   std::vector<float> ye;            // xe's rows, then the shared expert's [max_tokens, d_model]
   // The expert jobs' gate/up and down units (run_two_stage): min(n_experts, max_tokens * k)
-  // routed jobs plus the shared one, at most ceil(max(d_ff, n_shared_experts * d_ff_expert) /
-  // kMoeRowGrain) + ceil(d_model / kMoeRowGrain) units each.
+  // routed jobs plus the shared one, at most ceil(max(d_ff, max(n_shared_experts, 1) *
+  // d_ff_expert) / kMoeRowGrain) + ceil(d_model / kMoeRowGrain) units each.
   TwoStageClaims moe_claims;
   std::vector<float> logit_in;  // [max_logit_rows, d_model]
   // W8A8 (limits.act_quant only): a matmul input quantised to e4m3 and back,

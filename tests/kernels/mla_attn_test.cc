@@ -259,6 +259,46 @@ void TestMlaAttnBf16MatchesRef() {
   EXPECT_GT(worst_all, 0x1p-10) << "the bf16 rounding of the probabilities should show";
 }
 
+// The bf16 attention's query pair rows (QueryPairRows: per head row, then 16 x 16 transposes):
+// word (p, h) = bf16(fl(scale * q_h[2p])) low, bf16(fl(scale * q_h[2p + 1])) high, q_h = q_lat_h
+// then q_pe_h, heads [H, Hp) zero: what transposing scale * q and pairing its rows gave (the
+// kernel's general path, Bf16PairRowsInPlace), bit for bit. One and two head blocks, the second
+// padded, the 671B shapes.
+void TestMlaQueryPairRows() {
+#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
+  if (!__builtin_cpu_supports("avx512bf16")) return;
+  Rng rng(11);
+  for (auto [R, dr, H] : {std::tuple{256, 32, 16}, std::tuple{256, 32, 8}, std::tuple{512, 64, 17},
+                          std::tuple{512, 64, 128}}) {
+    SCOPED_TRACE(testing::Message() << "R " << R << " dr " << dr << " H " << H);
+    const int64_t Hp = mla_heads_padded(H), P = (R + dr) / 2;
+    std::vector<float> q_lat(static_cast<size_t>(H * R)), q_pe(static_cast<size_t>(H * dr));
+    for (auto& x : q_lat) x = rng.normal();
+    for (auto& x : q_pe) x = rng.normal();
+    const float scale = 0.37f;
+    std::vector<float> tmp(static_cast<size_t>(16 * P)), out(static_cast<size_t>(P * Hp), 1.0f);
+    const uint32_t* got =
+        QueryPairRows(q_lat.data(), R, q_pe.data(), dr, H, Hp, scale, tmp.data(), out.data());
+    auto bits = [](float v) {
+      uint32_t u;
+      std::memcpy(&u, &v, 4);
+      return u >> 16;
+    };
+    for (int64_t p = 0; p < P; ++p) {
+      for (int64_t h = 0; h < Hp; ++h) {
+        uint32_t want = 0;
+        if (h < H) {
+          auto q = [&](int64_t c) { return c < R ? q_lat[h * R + c] : q_pe[h * dr + c - R]; };
+          want = bits(test::bf16_round(scale * q(2 * p))) |
+                 bits(test::bf16_round(scale * q(2 * p + 1))) << 16;
+        }
+        ASSERT_EQ(got[p * Hp + h], want) << "pair " << p << " head " << h;
+      }
+    }
+  }
+#endif
+}
+
 }  // namespace dss::cpu::HWY_NAMESPACE
 HWY_AFTER_NAMESPACE();
 
@@ -268,5 +308,6 @@ HWY_BEFORE_TEST(MlaAttnTest);
 HWY_EXPORT_AND_TEST_P(MlaAttnTest, TestMlaLoadRowsExact);
 HWY_EXPORT_AND_TEST_P(MlaAttnTest, TestMlaAttnMatchesRef);
 HWY_EXPORT_AND_TEST_P(MlaAttnTest, TestMlaAttnBf16MatchesRef);
+HWY_EXPORT_AND_TEST_P(MlaAttnTest, TestMlaQueryPairRows);
 }  // namespace dss::cpu
 #endif

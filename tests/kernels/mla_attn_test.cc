@@ -262,11 +262,14 @@ void TestMlaAttnBf16MatchesRef() {
 // The bf16 attention's query pair rows (QueryPairRows: per head row, then 16 x 16 transposes):
 // word (p, h) = bf16(fl(scale * q_h[2p])) low, bf16(fl(scale * q_h[2p + 1])) high, q_h = q_lat_h
 // then q_pe_h, heads [H, Hp) zero: what transposing scale * q and pairing its rows gave (the
-// kernel's general path, Bf16PairRowsInPlace), bit for bit. One and two head blocks, the second
-// padded, the 671B shapes.
+// kernel's general path, Bf16PairRowsInPlace), bit for bit, against both. One and two head
+// blocks, the second padded, the 671B shapes.
 void TestMlaQueryPairRows() {
 #if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
-  if (!__builtin_cpu_supports("avx512bf16")) return;
+  if (!__builtin_cpu_supports("avx512bf16")) {
+    fprintf(stderr, "TestMlaQueryPairRows: skipped (no AVX512-BF16)\n");
+    return;
+  }
   Rng rng(11);
   for (auto [R, dr, H] : {std::tuple{256, 32, 16}, std::tuple{256, 32, 8}, std::tuple{512, 64, 17},
                           std::tuple{512, 64, 128}}) {
@@ -279,6 +282,15 @@ void TestMlaQueryPairRows() {
     std::vector<float> tmp(static_cast<size_t>(16 * P)), out(static_cast<size_t>(P * Hp), 1.0f);
     const uint32_t* got =
         QueryPairRows(q_lat.data(), R, q_pe.data(), dr, H, Hp, scale, tmp.data(), out.data());
+    // The general path: scale * q transposed to heads in lanes, its rows paired in place.
+    std::vector<float> qt(static_cast<size_t>((R + dr) * Hp));
+    for (int64_t c = 0; c < R + dr; ++c) {
+      for (int64_t h = 0; h < Hp; ++h)
+        qt[static_cast<size_t>(c * Hp + h)] =
+            h < H ? scale * (c < R ? q_lat[h * R + c] : q_pe[h * dr + c - R]) : 0.0f;
+    }
+    const uint32_t* general = Bf16PairRowsInPlace(qt.data(), R + dr, Hp);
+    ASSERT_EQ(std::memcmp(got, general, 4 * static_cast<size_t>(P * Hp)), 0);
     auto bits = [](float v) {
       uint32_t u;
       std::memcpy(&u, &v, 4);

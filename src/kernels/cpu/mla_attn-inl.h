@@ -401,8 +401,9 @@ HWY_INLINE void AccumulateOutHeads(DF df, const float* HWY_RESTRICT st, int64_t 
 // Scratch layout (floats): lat [T, R] | pe [T, dr] | qt [R + dr, Hp] | st [T, Hp] | mh, lh, corr
 // [Hp] each, T = kMlaAttnTile (a multiple of the 6-row score block), Hp = mla_heads_padded(H).
 // kBf16 (AVX3 targets, a kBF16 cache, a CPU with AVX512-BF16): mla_attn_partial_bf16's contract
-// (kernels/cpu/mla_attn.h): the scores by ScoreRowsBf16 from qp = bf16(fl(scale * q)) pairs (the
-// qt region, converted in place) and the cache's rows as stored, the softmax in f32, P V by
+// (kernels/cpu/mla_attn.h): the scores by ScoreRowsBf16 from qp = bf16(fl(scale * q)) pairs (in
+// the qt region: QueryPairRows, or where R or dr is not a multiple of 32 qt below converted in
+// place) and the cache's rows as stored, the softmax in f32, P V by
 // AccumulateOutBf16 from the tile's probability pairs (in st, in place) and row pairs (latp, in
 // the lat region).
 template <bool kBf16>
@@ -417,7 +418,8 @@ inline void MlaAttnPartialT(const MlaCacheView& kv, const int32_t* pos, int64_t 
   static_assert(kMlaAttnTile % kRows == 0);
   float* lat = scratch;            // [T, R]
   float* pe = lat + T * R;         // [T, dr]
-  float* qt = pe + T * dr;         // [R + dr, Hp]: scale * q, transposed, zero-padded heads
+  float* qt = pe + T * dr;         // [R + dr, Hp]: scale * q, transposed, zero-padded heads (or
+                                   // qp, the bf16 path's pair rows)
   float* st = qt + (R + dr) * Hp;  // [T, Hp]: scores, then probabilities
   float* mh = st + T * Hp;         // [Hp] running max
   float* lh = mh + Hp;             // [Hp] running sum

@@ -107,6 +107,15 @@ DType kv_dtype(const Model& m, const BenchModelArgs& a) {
   return t;
 }
 
+// Before repetition rep's timed forward calls (rep -1: the warm-up): the phase totals start at
+// the first measured one, and each measured repetition starts at another variant, so that its
+// first call (after a bandwidth sample's cold caches) does not always fall on the same one, as it
+// would with an even number of calls per repetition.
+void start_repetition_phases(int32_t rep) {
+  if (rep == 0) phase_reset();
+  if (rep >= 0) restart_phase_variants(rep);
+}
+
 // pp<n>: tok/s of one forward of n tokens on an empty cache, per repetition.
 std::vector<double> bench_prefill(const Model& m, const BenchModelArgs& a, int32_t n, Rng& rng) {
   BatchDriver d(m, 1, n, n, a.page_size, kv_dtype(m, a));
@@ -114,8 +123,7 @@ std::vector<double> bench_prefill(const Model& m, const BenchModelArgs& a, int32
   std::vector<double> tok_s;
   for (int32_t rep = -1; rep < a.repetitions; ++rep) {  // rep -1: warm-up
     d.truncate(0);
-    if (rep == 0) phase_reset();
-    if (rep >= 0) restart_phase_variants(rep);
+    start_repetition_phases(rep);
     const double t0 = now_seconds();
     d.step(ids, n);
     const double s = now_seconds() - t0;
@@ -145,10 +153,7 @@ std::vector<double> bench_decode(const Model& m, const BenchModelArgs& a, int32_
     if (rep >= 0 && bw_gbps != nullptr)
       bw_gbps->push_back(bench::measure_read_gbps(a.bandwidth_mib, m.n_threads()));
     const int64_t reads0 = d.routed_expert_reads();
-    if (rep == 0) phase_reset();
-    // Each repetition starts at another variant: its first step (after the bandwidth sample's
-    // cold caches) must not always fall on the same one, as it would with an even step count.
-    if (rep >= 0) restart_phase_variants(rep);
+    start_repetition_phases(rep);
     const double t0 = now_seconds();
     for (int32_t i = 0; i < n_steps; ++i)
       d.step(std::span<const TokenId>(ids).subspan(static_cast<size_t>(i) * b, b), 1);

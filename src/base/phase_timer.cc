@@ -33,8 +33,8 @@ PhaseTotals phase_totals(int32_t v) {
   DSS_CHECK(v >= -1 && v < phase_variants(), "phase_totals: variant ", v, " of ", phase_variants());
   PhaseTotals t;
   int64_t ns[kNumPhases] = {};
-  for (int32_t k = 0; k < kMaxPhaseVariants; ++k) {
-    if (v >= 0 && k != v) continue;
+  const int32_t k0 = v < 0 ? 0 : v, k1 = v < 0 ? kMaxPhaseVariants : v + 1;
+  for (int32_t k = k0; k < k1; ++k) {
     for (size_t i = 0; i < static_cast<size_t>(kNumPhases); ++i) {
       ns[i] += g_ns[static_cast<size_t>(k)][i].load(std::memory_order_relaxed);
       t.calls[i] += g_calls[static_cast<size_t>(k)][i].load(std::memory_order_relaxed);

@@ -63,9 +63,14 @@ class TwoStageClaims {
 
   enum : uint8_t { kFree = 0, kClaimed = 1, kDone = 2 };
   std::atomic<uint8_t>& unit(int64_t u) { return units_[static_cast<size_t>(u)]; }
-  // Job j's units of the first (stage_b false) or second stage start here; j == n_jobs: the end.
+  // Job j's units of the first (stage_b false) or second stage start here; first_unit(n_jobs):
+  // the end of all units.
   int64_t& first_unit(int32_t j, bool stage_b = false) {
     return first_unit_[2 * static_cast<size_t>(j) + (stage_b ? 1 : 0)];
+  }
+  // One past job j's last unit of the stage (units lie job by job, first stage then second).
+  int64_t units_end(int32_t j, bool stage_b) {
+    return stage_b ? first_unit(j + 1) : first_unit(j, true);
   }
   int64_t max_units() const { return max_units_; }
   int32_t max_jobs() const { return max_jobs_; }
@@ -121,7 +126,6 @@ void run_two_stage(ThreadPool& pool, TwoStageClaims& claims, int32_t n_jobs, Sha
     n_units += (s.rows_b + grain - 1) / grain;
   }
   claims.first_unit(n_jobs) = n_units;
-  claims.first_unit(n_jobs, true) = n_units;
   DSS_CHECK(n_units <= claims.max_units(), "run_two_stage: more units than the claims hold");
   // Published to the workers by the dispatch (ThreadPool::run's release of the job).
   for (int64_t u = 0; u < n_units; ++u)
@@ -164,7 +168,7 @@ void run_two_stage(ThreadPool& pool, TwoStageClaims& claims, int32_t n_jobs, Sha
   // The same from the last unit back (a run still runs its rows in order): the stealer's order.
   auto run_units_back = [&](int32_t j, bool stage_b) {
     const int64_t base = claims.first_unit(j, stage_b);
-    const int64_t n = claims.first_unit(stage_b ? j + 1 : j, !stage_b) - base;
+    const int64_t n = claims.units_end(j, stage_b) - base;
     for (int64_t v = n; v > 0;) {
       if (!try_claim(base + v - 1)) {
         --v;
@@ -178,14 +182,14 @@ void run_two_stage(ThreadPool& pool, TwoStageClaims& claims, int32_t n_jobs, Sha
   };
   // Whether job j's second stage has a unit nobody claimed.
   auto free_b = [&](int32_t j) {
-    for (int64_t u = claims.first_unit(j, true); u < claims.first_unit(j + 1); ++u) {
+    for (int64_t u = claims.first_unit(j, true); u < claims.units_end(j, true); ++u) {
       if (claims.unit(u).load(std::memory_order_relaxed) == TwoStageClaims::kFree) return true;
     }
     return false;
   };
   // Every first-stage unit of job j done: the free ones run here, claimed ones are waited for.
   auto finish_first_stage = [&](int32_t j) {
-    const int64_t base = claims.first_unit(j), n = claims.first_unit(j, true) - base;
+    const int64_t base = claims.first_unit(j), n = claims.units_end(j, false) - base;
     run_units(j, 0, n);
     for (int64_t u = 0; u < n; ++u) {
       spin_until([&] {

@@ -83,14 +83,18 @@ void BM_MlaAttnDecodeBf16Dot(benchmark::State& bs) {
 }
 BENCHMARK(BM_MlaAttnDecodeBf16Dot)->Arg(16)->Arg(128)->Unit(benchmark::kMillisecond);
 
-// Batch-1 decode at short contexts with ds-mini's shapes (kv_lora_rank 256, rope 32): one thread's
-// 8 of the 16 heads (the model splits heads across 2 threads at batch 1) over a bf16 cache of
-// range(1) positions, in cache: per-call overheads, not streaming. range(0): 1 = the bf16-dot
-// kernel, 0 = the f32 one.
+// Decode at short contexts with ds-mini's shapes (kv_lora_rank 256, rope 32) over a bf16 cache of
+// range(1) positions, in cache: per-call overheads, not streaming. range(2) heads: 8 = one
+// thread's half of the 16 at batch 1 (the model splits heads across 2 threads there), 16 = one
+// token's call at batch > 1 (a token per call). range(0): 1 = the bf16-dot kernel, 0 = the f32
+// one.
 void BM_MlaAttnShortBf16(benchmark::State& bs) {
-  run_decode(bs, DType::kBF16, 8, bs.range(0) != 0, 256, 32, static_cast<int32_t>(bs.range(1)));
+  run_decode(bs, DType::kBF16, static_cast<int32_t>(bs.range(2)), bs.range(0) != 0, 256, 32,
+             static_cast<int32_t>(bs.range(1)));
 }
-BENCHMARK(BM_MlaAttnShortBf16)->ArgsProduct({{0, 1}, {8, 64, 128}})->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_MlaAttnShortBf16)
+    ->ArgsProduct({{0, 1}, {8, 64, 128}, {8, 16}})
+    ->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_MlaAttnDecode)
     ->ArgsProduct({{static_cast<int64_t>(DType::kF32), static_cast<int64_t>(DType::kBF16),
                     static_cast<int64_t>(DType::kF8E4M3)},

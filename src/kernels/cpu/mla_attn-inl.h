@@ -80,10 +80,19 @@ HWY_INLINE void DecodeRow(DF df, const MlaCacheView& kv, int32_t p, float* HWY_R
   }
 }
 
-// Rows a sparse decode prefetches ahead of the one it decodes. A decoded row is ~100 instructions
-// of dependent loads and stores, so the out-of-order window holds about one scattered row's DRAM
-// miss at a time; prefetching a few rows ahead keeps several in flight.
+// Rows a decode prefetches ahead of the one it reads. A decoded row is ~100 instructions of
+// dependent loads and stores, so the out-of-order window holds about one scattered row's DRAM miss
+// at a time; prefetching a few rows ahead keeps several in flight. Contiguous positions too: a
+// decode step's rows were evicted by the step's weight stream, and the hardware prefetcher does
+// not run far enough ahead of a few-KiB read (bench-model --ab-variants 2, mla.attn per forward;
+// bf16 path, 4 runs: batch 16 -0.9 / +0.9 / -1.4 / -7.0%, batch 1 -1.4 / -3.9 / -1.0 / -0.2%;
+// f32 path, 3 runs: batch 16 -5.6 / -4.6 / -4.3%, batch 1 -2.7 / -2.1 / -5.5%).
 inline constexpr int64_t kRowPrefetchAhead = 4;
+
+// The cache position of attended row i: pos[i], or i where pos == nullptr (contiguous).
+HWY_INLINE int32_t PosAt(const int32_t* pos, int64_t i) {
+  return pos != nullptr ? pos[i] : static_cast<int32_t>(i);
+}
 
 // Prefetches (a hint, nothing is read) every cache line of the row of position p.
 HWY_INLINE void PrefetchRow(const MlaCacheView& kv, int32_t p) {
@@ -92,18 +101,16 @@ HWY_INLINE void PrefetchRow(const MlaCacheView& kv, int32_t p) {
   hwy::Prefetch(r + kv.row_bytes - 1);  // the last line when the row starts mid-line
 }
 
-// Decodes positions pos[i] (pos == nullptr: i) for i in [i_begin, i_begin + n); with scattered
-// positions, also prefetches the row kRowPrefetchAhead further on while that is below
+// Decodes positions pos[i] (pos == nullptr: i) for i in [i_begin, i_begin + n); also prefetches
+// the row kRowPrefetchAhead further on while that is below
 // i_prefetch_end (pos[i_prefetch_end - 1] must exist).
 inline void MlaLoadRows(const MlaCacheView& kv, const int32_t* pos, int64_t i_begin, int64_t n,
                         float* latent, float* rope, int64_t i_prefetch_end) {
   const hn::ScalableTag<float> df;
   for (int64_t j = 0; j < n; ++j) {
     const int64_t i = i_begin + j;
-    if (pos != nullptr && i + kRowPrefetchAhead < i_prefetch_end)
-      PrefetchRow(kv, pos[i + kRowPrefetchAhead]);
-    DecodeRow(df, kv, pos ? pos[i] : static_cast<int32_t>(i), latent + j * kv.d_latent,
-              rope + j * kv.d_rope);
+    if (i + kRowPrefetchAhead < i_prefetch_end) PrefetchRow(kv, PosAt(pos, i + kRowPrefetchAhead));
+    DecodeRow(df, kv, PosAt(pos, i), latent + j * kv.d_latent, rope + j * kv.d_rope);
   }
 }
 
@@ -271,20 +278,16 @@ inline float FlushSubnormal(float v) { return std::fpclassify(v) == FP_SUBNORMAL
 
 // latp[q * R + c] for the tile's row pairs q < ceil(nt / 2): rows i0 + 2q (low word) and
 // i0 + 2q + 1 (high; zero past nt) of latent column c, read from the bf16 cache as stored;
-// scattered rows prefetched kRowPrefetchAhead ahead as MlaLoadRows does.
+// rows prefetched kRowPrefetchAhead ahead as MlaLoadRows does.
 HWY_INLINE void LatentPairs(const MlaCacheView& kv, const int32_t* pos, int64_t i0, int64_t nt,
                             int64_t i_prefetch_end, uint32_t* HWY_RESTRICT latp) {
   const int64_t R = kv.d_latent;
   const __m512i lo_idx = PairWordsIndex(0, 32), hi_idx = PairWordsIndex(16, 32);
-  auto row = [&](int64_t i) {
-    return reinterpret_cast<const uint16_t*>(kv.row(pos ? pos[i] : static_cast<int32_t>(i)));
-  };
+  auto row = [&](int64_t i) { return reinterpret_cast<const uint16_t*>(kv.row(PosAt(pos, i))); };
   for (int64_t q = 0; 2 * q < nt; ++q) {
     const int64_t i = i0 + 2 * q;
-    if (pos != nullptr) {
-      for (int64_t k = i; k < std::min(i + 2, i_prefetch_end - kRowPrefetchAhead); ++k)
-        PrefetchRow(kv, pos[k + kRowPrefetchAhead]);
-    }
+    for (int64_t k = i; k < std::min(i + 2, i_prefetch_end - kRowPrefetchAhead); ++k)
+      PrefetchRow(kv, PosAt(pos, k + kRowPrefetchAhead));
     const uint16_t* a = row(i);
     const uint16_t* b = 2 * q + 1 < nt ? row(i + 1) : nullptr;
     uint32_t* out = latp + q * R;
@@ -446,10 +449,9 @@ inline void MlaAttnPartialT(const MlaCacheView& kv, const int32_t* pos, int64_t 
   std::fill(mh, mh + Hp, kNegInf);
   std::fill(lh, lh + Hp, 0.0f);
   std::fill(o, o + H * R, 0.0f);
-  if (pos != nullptr) {  // scattered rows: the first ones' misses in flight together
-    for (int64_t i = i_begin; i < std::min(i_end, i_begin + kRowPrefetchAhead); ++i)
-      PrefetchRow(kv, pos[i]);
-  }
+  // The first rows' misses in flight together.
+  for (int64_t i = i_begin; i < std::min(i_end, i_begin + kRowPrefetchAhead); ++i)
+    PrefetchRow(kv, PosAt(pos, i));
   for (int64_t i0 = i_begin; i0 < i_end; i0 += T) {
     const int64_t nt = std::min(T, i_end - i0);
     const int64_t nb = (nt + kRows - 1) / kRows * kRows;  // rows [nt, nb): zeros, scores unused
@@ -471,8 +473,7 @@ inline void MlaAttnPartialT(const MlaCacheView& kv, const int32_t* pos, int64_t 
         const uint32_t* rows[2 * kRows];
         for (int r = 0; r < (wide ? 2 : 1) * kRows; ++r) {
           const int64_t i = i0 + std::min<int64_t>(j0 + r, nt - 1);
-          rows[r] =
-              reinterpret_cast<const uint32_t*>(kv.row(pos ? pos[i] : static_cast<int32_t>(i)));
+          rows[r] = reinterpret_cast<const uint32_t*>(kv.row(PosAt(pos, i)));
         }
         if (wide) {
           ScoreRowsBf16<2 * kRows, 1>(qp, Hp, 0, rows, (R + dr) / 2, j0, st);

@@ -382,8 +382,9 @@ void TestMatmulTiledBf16Dot() {
       }
       EXPECT_GT(worst, 0.0) << "bf16 rounding should show";
       // The GEMV up to 4 tokens (FP8) / 16 (BF16) in groups of up to 8 (BF16 16: 8 + 8, 9: 5 + 4,
-      // 12: 6 + 6), 2-6-token groups on two tiles side by side (BF16 6, 10: 5 + 5, 11: 6 + 5;
-      // 13: 7 + 6 runs one tile, its second group too), the GEMM from 5 / 17.
+      // 12: 6 + 6), 1-2-token groups on four tiles side by side (ragged runs where a row split
+      // ends mid-run), 3-6-token groups on two (BF16 6, 10: 5 + 5, 11: 6 + 5; 13: 7 + 6 runs one
+      // tile, its second group too), the GEMM from 5 / 17.
       ExpectSameForAnyBatchAndRowSplit(t, x, n_tok, all,
                                        {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 16, 17}, true);
       ASSERT_EQ(can_tile(w.m, WeightLayout::kTiledPairs), cols % 2 == 0);

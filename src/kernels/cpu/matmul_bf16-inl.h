@@ -203,17 +203,22 @@ HWY_INLINE void Bf16GemvBlock(const T* HWY_RESTRICT wt, int64_t tile_stride, int
   for (int t = 0; t < kNT; ++t) StoreOrAdd<kG>(df, acc[t], first, accb + t * accb_stride);
 }
 
-// Tiles the bf16-dot GEMV runs side by side for a group of g tokens: 2 for 2-6 tokens, so 3-6
-// tokens have 12-24 accumulator chains (2 vectors x g x tiles) where the f32 path's GemvTiles
-// gives them one tile (6-12 chains: enough for FMA's 4 cycles, not for vdpbf16ps's ~6 at 2 per
-// cycle on Zen 5). matmul_bench, 2 threads, 3 alternating rounds, in cache:
+// Tiles the bf16-dot GEMV runs side by side for a group of g tokens: 4 for 1-2 tokens, 2 for 3-6,
+// so 3-6 tokens have 12-24 accumulator chains (2 vectors x g x tiles) where the f32 path's
+// GemvTiles gives them one tile (6-12 chains: enough for FMA's 4 cycles, not for vdpbf16ps's ~6
+// at 2 per cycle on Zen 5). matmul_bench, 2 threads, 3 alternating rounds, in cache:
 // BM_Gemm_FP8_Expert_Bf16DotPairs/3 299-309 -> 394-397 GFLOP/s, /4 360-377 -> 428-439,
 // BM_Gemm_BF16_1024_Bf16DotPairs/6 594-599 -> 622-627, /12 (6 + 6) 584-605 -> 599-631. More tiles
-// for 1-2 tokens (6 and 3: 12 chains) were slower (/1 ~215 -> ~200, /2 ~320 -> ~285: their decode,
-// not the chains' latency, bounds them), and so were groups of 6 on 2 tiles for 8 and 16 tokens
-// (BM_LmHead_BF16_Bf16DotPairs/16 642-672 -> 535-544). Each (row, token) chain does not depend on
-// it.
-constexpr int Bf16GemvRun(int g) { return g >= 7 ? 1 : (g >= 2 ? 2 : 4); }
+// for 1 token (6: 12 chains) were slower (/1 ~215 -> ~200: its decode, not the chains' latency,
+// bounds it), and so were 3 tiles for 2 tokens (/2 ~320 -> ~285) and groups of 6 on 2 tiles for 8
+// and 16 tokens (BM_LmHead_BF16_Bf16DotPairs/16 642-672 -> 535-544); 4 tiles for 2 tokens (16
+// chains, one 128-row scale block, where 2 tiles gave 8) are faster: /2 301-311 -> 313-318 (3
+// alternating rounds), cold_stream_bench --tokens 2 (one thread, 2 alternating runs) the expert
+// gate cold 27.0 / 27.6 -> 29.1 / 29.5 GB/s and 10 expert matrices back to back 26.9 / 25.6 -> 34.1
+// / 35.1, bench-model --ab-variants 2 (3 runs) the experts per forward at batch 16 -2.0 / -4.0 /
+// -1.2% and at batch 4 -1.6 / -3.1 / -3.6% (a batch-16 expert sees ~2.4 tokens). Each (row,
+// token) chain does not depend on it.
+constexpr int Bf16GemvRun(int g) { return g >= 7 ? 1 : (g >= 3 ? 2 : 4); }
 inline constexpr int kMaxBf16GemvRun = Bf16GemvRun(1);
 
 template <typename T, bool kFolded, bool kPaired>

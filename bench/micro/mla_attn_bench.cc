@@ -4,7 +4,8 @@
 // read bandwidth) and FLOP/s (2 * H * (R + r) for the scores + 2 * H * R for the output, per row):
 // with many heads the kernel is compute bound, as FlashMLA's is on GPUs. The cache (8192 positions,
 // 5-19 MiB) mostly exceeds L2, so the rows stream from L3/DRAM. BM_MlaAttnShortBf16 instead
-// takes ds-mini's shapes at short contexts, in cache: the per-call costs of batch-1 decode.
+// takes ds-mini's shapes at short contexts, in cache: the per-call costs of batch-1 decode and of
+// one token's call at batch > 1.
 #include <benchmark/benchmark.h>
 
 #include <algorithm>

@@ -1,6 +1,7 @@
 // Per-target body of kernels/cpu/matmul.h. Included once per Highway target (foreach_target):
-// the row-major path and the shared weight loads (matmul_rowmajor-inl.h), the tiled f32 path
-// (here), the tiled bf16-dot path (matmul_bf16-inl.h) and the dispatch over them (MatmulRows).
+// the row-major path and the weight loads the tiled f32 path shares (matmul_rowmajor-inl.h), the
+// tiled f32 path (here), the tiled bf16-dot path (matmul_bf16-inl.h) and the dispatch over them
+// (MatmulRows).
 #if defined(DSS_KERNELS_CPU_MATMUL_INL_H_) == defined(HWY_TARGET_TOGGLE)
 #ifdef DSS_KERNELS_CPU_MATMUL_INL_H_
 #undef DSS_KERNELS_CPU_MATMUL_INL_H_
@@ -20,7 +21,7 @@
 #include "hwy/cache_control.h"
 #include "hwy/highway.h"
 #include "kernels/cpu/hwy_util-inl.h"
-#include "kernels/cpu/matmul_rowmajor-inl.h"  // LoadWeights, RowsView, MatmulRowsT
+#include "kernels/cpu/matmul_rowmajor-inl.h"  // LoadWeights, RowsView, MatmulRowsT, kGemmMinTokens
 #include "tensor/matrix.h"
 
 HWY_BEFORE_NAMESPACE();

@@ -212,19 +212,20 @@ HWY_INLINE void Bf16GemvBlock(const T* HWY_RESTRICT wt, int64_t tile_stride, int
 // for 1 token (6: 12 chains) were slower (/1 ~215 -> ~200: its decode, not the chains' latency,
 // bounds it), and so were 3 tiles for 2 tokens (/2 ~320 -> ~285) and groups of 6 on 2 tiles for 8
 // and 16 tokens (BM_LmHead_BF16_Bf16DotPairs/16 642-672 -> 535-544); 4 tiles for 2 tokens (16
-// chains, one 128-row scale block, where 2 tiles gave 8) are faster: /2 301-311 -> 313-318 (3
-// alternating rounds), cold_stream_bench --tokens 2 (one thread, 2 alternating runs) the expert
-// gate cold 27.0 / 27.6 -> 29.1 / 29.5 GB/s and 10 expert matrices back to back 26.9 / 25.6 -> 34.1
-// / 35.1, bench-model --ab-variants 2 (3 runs) the experts per forward at batch 16 -2.0 / -4.0 /
-// -1.2% and at batch 4 -1.6 / -3.1 / -3.6% (a batch-16 expert sees ~2.4 tokens). Each (row,
-// token) chain does not depend on it.
+// chains, one 128-row scale block where the run starts on a 4-tile boundary, as an expert's
+// 128-row units do; 2 tiles gave 8) are faster: BM_Gemm_FP8_Expert_Bf16DotPairs/2 301-311 ->
+// 313-318 GFLOP/s (3 alternating rounds), cold_stream_bench --tokens 2 (one thread, 2 alternating
+// runs) the expert gate cold 27.0 / 27.6 -> 29.1 / 29.5 GB/s and 10 expert matrices back to
+// back 26.9 / 25.6 -> 34.1 / 35.1, bench-model --ab-variants 2 (3 runs) the experts per forward at
+// batch 16 -2.0 / -4.0 / -1.2% and at batch 4 -1.6 / -3.1 / -3.6% (a batch-16 expert sees ~2.4
+// tokens). Each (row, token) chain does not depend on it.
 constexpr int Bf16GemvRun(int g) { return g >= 7 ? 1 : (g >= 3 ? 2 : 4); }
 inline constexpr int kMaxBf16GemvRun = Bf16GemvRun(1);
 
 template <typename T, bool kFolded, bool kPaired>
 struct Bf16GemvFn {
   template <int kG>
-  struct F {  // nt tiles: Bf16GemvRun(kG) at a time, then one by one
+  struct F {  // nt tiles: Bf16GemvRun(kG) at a time, then (2 tokens) 2, then one by one
     // A function of its own per group size: all of them inlined into Bf16TiledRows, GCC kept the
     // accumulators of 2 x 3 tokens and the 8-token loop's bounds on the stack (matmul_bench, 2
     // threads, 3 alternating rounds: BM_Gemm_FP8_Expert_Bf16DotPairs/3 ~225 against ~400
@@ -239,6 +240,15 @@ struct Bf16GemvFn {
           Bf16GemvBlock<kG, kNT, kFolded, kPaired>(wt + t * tile_stride, tile_stride, c0, nc,
                                                    xp + t * kG, first, prefetch_bytes,
                                                    accb + t * accb_stride, accb_stride);
+        }
+      }
+      // A 2-token run's last 2-3 tiles (a row range not ending on a 4-tile boundary) two side by
+      // side, as they ran before 2-token runs took 4 tiles (1 token keeps its single tiles here).
+      if constexpr (kNT > 2 && kG >= 2) {
+        for (; t + 2 <= nt; t += 2) {
+          Bf16GemvBlock<kG, 2, kFolded, kPaired>(wt + t * tile_stride, tile_stride, c0, nc,
+                                                 xp + t * kG, first, prefetch_bytes,
+                                                 accb + t * accb_stride, accb_stride);
         }
       }
       for (; t < nt; ++t) {

@@ -1,6 +1,6 @@
 // Per-target row-major matmul (tensor/matrix.h WeightLayout::kRowMajor: `--weight-layout mmap`,
-// the weights read in place) and the weight loads every path shares (LoadWeights). Included by
-// matmul-inl.h before the tiled path.
+// the weights read in place) and the weight loads it shares with the tiled f32 path (LoadWeights).
+// Included by matmul-inl.h before the tiled path.
 #if defined(DSS_KERNELS_CPU_MATMUL_ROWMAJOR_INL_H_) == defined(HWY_TARGET_TOGGLE)
 #ifdef DSS_KERNELS_CPU_MATMUL_ROWMAJOR_INL_H_
 #undef DSS_KERNELS_CPU_MATMUL_ROWMAJOR_INL_H_

@@ -83,10 +83,12 @@ HWY_INLINE void DecodeRow(DF df, const MlaCacheView& kv, int32_t p, float* HWY_R
 // Rows a decode prefetches ahead of the one it reads. A decoded row is ~100 instructions of
 // dependent loads and stores, so the out-of-order window holds about one scattered row's DRAM miss
 // at a time; prefetching a few rows ahead keeps several in flight. Contiguous positions too: a
-// decode step's rows were evicted by the step's weight stream, and the hardware prefetcher does
-// not run far enough ahead of a few-KiB read (bench-model --ab-variants 2, mla.attn per forward;
+// decode step's rows were evicted by the step's weight stream (the hardware prefetcher, it seems,
+// does not run far enough ahead of a context's rows; measured: bench-model --ab-variants 2,
+// mla.attn per forward;
 // bf16 path, 4 runs: batch 16 -0.9 / +0.9 / -1.4 / -7.0%, batch 1 -1.4 / -3.9 / -1.0 / -0.2%;
-// f32 path, 3 runs: batch 16 -5.6 / -4.6 / -4.3%, batch 1 -2.7 / -2.1 / -5.5%).
+// f32 path, 3 runs: batch 16 -5.6 / -4.6 / -4.3%, batch 1 -2.7 / -2.1 / -5.5%). In cache the hints
+// cost 3-5.4% (BM_MlaAttnShortBf16).
 inline constexpr int64_t kRowPrefetchAhead = 4;
 
 // The cache position of attended row i: pos[i], or i where pos == nullptr (contiguous).
@@ -103,7 +105,7 @@ HWY_INLINE void PrefetchRow(const MlaCacheView& kv, int32_t p) {
 
 // Decodes positions pos[i] (pos == nullptr: i) for i in [i_begin, i_begin + n); also prefetches
 // the row kRowPrefetchAhead further on while that is below
-// i_prefetch_end (pos[i_prefetch_end - 1] must exist).
+// i_prefetch_end (position PosAt(pos, i_prefetch_end - 1) must be in the view).
 inline void MlaLoadRows(const MlaCacheView& kv, const int32_t* pos, int64_t i_begin, int64_t n,
                         float* latent, float* rope, int64_t i_prefetch_end) {
   const hn::ScalableTag<float> df;

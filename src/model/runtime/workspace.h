@@ -27,7 +27,7 @@ inline constexpr int32_t kMlaAbsorbChunk = 16;
 
 // The MoE block's row grain (Model::moe's run_two_stage units): one FP8 scale block, 128 rows
 // (4 weight tiles): a tile is computed by one thread, the GEMM paths compute a block's bf16
-// activations once per call, and the 1-token GEMV runs 4 tiles side by side (a cut at tile grain
+// activations once per call, and the 1-2-token GEMV runs 4 tiles side by side (a cut at tile grain
 // left calls of 1-2 tiles, latency bound).
 inline constexpr int64_t kMoeRowGrain = kFp8BlockSize;
 // Floats of one thread's routing scratch (route_token: n_experts + n_groups), rounded up to a

@@ -331,34 +331,38 @@ HWY_INLINE void WithGroup(int g, Args&&... args) {
     HWY_ASSERT(false);
   }
 }
+// A GEMV run of nt tiles in blocks side by side: kNT at a time, then 2 (where kNT > 2: a row range
+// not ending on a kNT-tile boundary keeps 2x the chains of single tiles), then one by one.
+// block(t, width) for tiles [t, t + width), width a std::integral_constant<int, 1 | 2 | kNT>.
+// The bf16-dot path's 1-token runs took the 2-tile step in 21d3cee (W_UV's 2 tiles per head had run
+// one by one): cold_stream_bench, W_UV's 8 heads on one thread, 2 alternating runs, in cache
+// 44.2 / 44.2 -> 58.9 / 60.0 GB/s, cold 13.3 / 11.8 -> 15.7 / 16.3; bench-model --ab-variants 2,
+// batch 1, 7 runs: mla.attn -5.5 / +2.9 / -10.7 / -4.3 / -8.7 / -9.2 / -6.4%.
+template <int kNT, class Block>
+HWY_INLINE void ForTileBlocks(int nt, const Block& block) {
+  int t = 0;
+  if constexpr (kNT > 1) {
+    for (; t + kNT <= nt; t += kNT) block(t, std::integral_constant<int, kNT>());
+  }
+  if constexpr (kNT > 2) {
+    for (; t + 2 <= nt; t += 2) block(t, std::integral_constant<int, 2>());
+  }
+  for (; t < nt; ++t) block(t, std::integral_constant<int, 1>());
+}
+
 template <typename T, bool kFolded, bool kSameF>
 struct GemvBlockFn {
   template <int kG>
-  struct F {  // nt tiles: GemvTiles(kG) at a time, then 2, then one by one
+  struct F {  // nt tiles: GemvTiles(kG) at a time, then 2, then one by one (ForTileBlocks)
     static void run(int nt, const T* wt, int64_t tile_stride, int64_t c0, int64_t c1,
                     const float* const* xr, const float* f, bool first, int64_t prefetch_bytes,
                     float* accb, int64_t accb_stride) {
-      constexpr int kNT = GemvTiles(kG);
-      int t = 0;
-      if constexpr (kNT > 1) {
-        for (; t + kNT <= nt; t += kNT) {
-          TiledGemvBlock<kG, kNT, kFolded, kSameF>(wt + t * tile_stride, tile_stride, c0, c1, xr,
-                                                   f + t, first, prefetch_bytes,
-                                                   accb + t * accb_stride, accb_stride);
-        }
-      }
-      if constexpr (kNT > 2) {
-        for (; t + 2 <= nt; t += 2) {
-          TiledGemvBlock<kG, 2, kFolded, kSameF>(wt + t * tile_stride, tile_stride, c0, c1, xr,
-                                                 f + t, first, prefetch_bytes,
-                                                 accb + t * accb_stride, accb_stride);
-        }
-      }
-      for (; t < nt; ++t) {
-        TiledGemvBlock<kG, 1, kFolded, true>(wt + t * tile_stride, tile_stride, c0, c1, xr, f + t,
-                                             first, prefetch_bytes, accb + t * accb_stride,
-                                             accb_stride);
-      }
+      ForTileBlocks<GemvTiles(kG)>(nt, [&](int t, auto width) HWY_ATTR {
+        constexpr int kN = decltype(width)::value;
+        TiledGemvBlock<kG, kN, kFolded, kN == 1 || kSameF>(wt + t * tile_stride, tile_stride, c0,
+                                                           c1, xr, f + t, first, prefetch_bytes,
+                                                           accb + t * accb_stride, accb_stride);
+      });
     }
   };
 };

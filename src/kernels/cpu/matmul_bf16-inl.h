@@ -225,7 +225,7 @@ inline constexpr int kMaxBf16GemvRun = Bf16GemvRun(1);
 template <typename T, bool kFolded, bool kPaired>
 struct Bf16GemvFn {
   template <int kG>
-  struct F {  // nt tiles: Bf16GemvRun(kG) at a time, then 2, then one by one
+  struct F {  // nt tiles: Bf16GemvRun(kG) at a time, then 2, then one by one (ForTileBlocks)
     // A function of its own per group size: all of them inlined into Bf16TiledRows, GCC kept the
     // accumulators of 2 x 3 tokens and the 8-token loop's bounds on the stack (matmul_bench, 2
     // threads, 3 alternating rounds: BM_Gemm_FP8_Expert_Bf16DotPairs/3 ~225 against ~400
@@ -233,32 +233,11 @@ struct Bf16GemvFn {
     static HWY_NOINLINE void run(int nt, const T* wt, int64_t tile_stride, int64_t c0, int64_t nc,
                                  const uint32_t* const* xp, bool first, int64_t prefetch_bytes,
                                  float* accb, int64_t accb_stride) {
-      constexpr int kNT = Bf16GemvRun(kG);
-      int t = 0;
-      if constexpr (kNT > 1) {
-        for (; t + kNT <= nt; t += kNT) {
-          Bf16GemvBlock<kG, kNT, kFolded, kPaired>(wt + t * tile_stride, tile_stride, c0, nc,
-                                                   xp + t * kG, first, prefetch_bytes,
-                                                   accb + t * accb_stride, accb_stride);
-        }
-      }
-      // A run's last 2-3 tiles (a row range not ending on a 4-tile boundary: W_UV's 2 tiles per
-      // head) two side by side, 4 chains at 1 token instead of 2 (cold_stream_bench, W_UV's 8
-      // heads on one thread, 2 alternating runs: in cache 44.2 / 44.2 -> 58.9 / 60.0 GB/s, cold
-      // 13.3 / 11.8 -> 15.7 / 16.3; bench-model --ab-variants 2, batch 1, 7 runs: mla.attn -5.5 /
-      // +2.9 / -10.7 / -4.3 / -8.7 / -9.2 / -6.4%).
-      if constexpr (kNT > 2) {
-        for (; t + 2 <= nt; t += 2) {
-          Bf16GemvBlock<kG, 2, kFolded, kPaired>(wt + t * tile_stride, tile_stride, c0, nc,
-                                                 xp + t * kG, first, prefetch_bytes,
-                                                 accb + t * accb_stride, accb_stride);
-        }
-      }
-      for (; t < nt; ++t) {
-        Bf16GemvBlock<kG, 1, kFolded, kPaired>(wt + t * tile_stride, tile_stride, c0, nc,
-                                               xp + t * kG, first, prefetch_bytes,
-                                               accb + t * accb_stride, accb_stride);
-      }
+      ForTileBlocks<Bf16GemvRun(kG)>(nt, [&](int t, auto width) HWY_ATTR {
+        Bf16GemvBlock<kG, decltype(width)::value, kFolded, kPaired>(
+            wt + t * tile_stride, tile_stride, c0, nc, xp + t * kG, first, prefetch_bytes,
+            accb + t * accb_stride, accb_stride);
+      });
     }
   };
 };

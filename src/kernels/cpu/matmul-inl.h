@@ -45,9 +45,10 @@ namespace hn = hwy::HWY_NAMESPACE;
 //     column, for groups of up to kTiledGroup tokens (kTiledGroup * kTileRows / Lanes <= 12
 //     accumulators; NextGroup), per column block so later groups re-read the block from L1; the
 //     tile stream is prefetched kPrefetchBytes ahead (by group p's pass: p blocks further; past
-//     the tile's end, into the tile the stream decodes next: StreamAhead); up
-//     to 4 tiles run side by side for enough FMA chains (GemvTiles). FP8 folds the decode's
-//     2^112 into xs where that is exact (Fp8FoldsExactly; same products).
+//     the tile's end, into the tile the stream decodes next: StreamAhead) except in runs of 4
+//     tiles (GemvPrefetchBytes); up to 4 tiles run side by side for enough FMA chains
+//     (GemvTiles). FP8 folds the decode's 2^112 into xs where that is exact (Fp8FoldsExactly;
+//     same products).
 // Lanes need not hold consecutive rows: FP8 decodes whole columns in TileSlot order and the
 // tile's sums are put back in row order when stored (StoreTileRows).
 //   GEMM: per block of kTiledTokBlock tokens and kTiledCols columns, the tile's weights decoded
@@ -58,6 +59,19 @@ namespace hn = hwy::HWY_NAMESPACE;
 inline constexpr int64_t kTiledCols = 128;       // column block = the FP8 scale block
 inline constexpr int64_t kTiledTokBlock = 48;    // tokens per GEMM block (a multiple of 1..6)
 inline constexpr int64_t kPrefetchBytes = 2048;  // ~ DRAM latency x per-core read bandwidth
+inline constexpr int64_t kNoPrefetch = -1;       // a GEMV's prefetch_bytes: no software prefetch
+
+// The software prefetch distance of a GEMV whose first token group runs `run` tiles side by side:
+// none for runs of 4 (1 token; the bf16-dot path's 1-2 tokens), whose 4 tile streams 4-32 KiB apart
+// the hardware prefetchers follow better alone: with the hints, a cold 4-tile run's reads and
+// arithmetic added up instead of overlapping (a synthetic 4-stream loop outside the tree: cold
+// 9-16 GB/s with hints 2 KiB ahead, 20-25 without, one thread). bench-model --ab-variants 2
+// (forwards alternating in one process, ds-mini, 2 threads, read samples 25-44 GB/s), time per
+// forward, 2 runs each: bf16 dot batch 1 -15.5 / -18.6 / -21 / -13%, batch 4 -9.4 / -5.5%, batch
+// 16 -4.4 / -4.1% (its ~2.4-token experts); f32 batch 1 -8.6 / -3.8%, batch 16 -0.9 / -1.8%.
+// Runs of 1-2 tiles keep the hints: without them the f32 path's 2-token experts at batch 16 were
+// ~3% slower and the bf16-dot lm_head at 16 tokens (one tile per run) ~20%.
+constexpr int64_t GemvPrefetchBytes(int run) { return run >= 4 ? kNoPrefetch : kPrefetchBytes; }
 
 template <typename TW>
 struct TiledView {
@@ -200,8 +214,9 @@ HWY_INLINE void ZeroAcc(DF df, hn::Vec<DF> (&acc)[kTiledVecs][kG]) {
 // land on tiles already read), instead of into the
 // next tile, which another stream of the run is reading already: a run's first columns then
 // arrive while the previous run finishes (cold-cache small products, bench/micro/
-// cold_stream_bench: 8 heads of W_UK^T per thread, 2 KiB tiles, 10.6 -> 13.8 GB/s). A hint
-// only: past the end of the matrix it is never dereferenced.
+// cold_stream_bench: 8 heads of W_UK^T per thread, 2 KiB tiles, 10.6 -> 13.8 GB/s, measured
+// when 1-token runs still took hints; GemvPrefetchBytes). A hint only: past the end of the matrix
+// it is never dereferenced.
 template <int kNT>
 HWY_INLINE const uint8_t* StreamAhead(const void* tile, int64_t off_bytes, int64_t tile_bytes) {
   const int64_t skip_bytes = off_bytes >= tile_bytes ? (kNT - 1) * tile_bytes : 0;
@@ -238,8 +253,10 @@ HWY_INLINE void TiledGemvBlock(const T* HWY_RESTRICT wt, int64_t tile_stride, in
     for (int t = 0; t < kNT; ++t) {
       const T* HWY_RESTRICT wc = wt + t * tile_stride + c * kTileRows;
       constexpr auto kS = static_cast<int64_t>(sizeof(T));
-      hwy::Prefetch(StreamAhead<kNT>(wt + t * tile_stride, c * kTileRows * kS + prefetch_bytes,
-                                     tile_stride * kS));
+      if (prefetch_bytes != kNoPrefetch) {
+        hwy::Prefetch(StreamAhead<kNT>(wt + t * tile_stride, c * kTileRows * kS + prefetch_bytes,
+                                       tile_stride * kS));
+      }
       if (t == 0 || !kSameF) {
         for (int j = 0; j < kG; ++j) xv[j] = hn::Set(df, xr[j][c] * f[t]);
       }
@@ -418,7 +435,7 @@ HWY_INLINE void TiledGemvTiles(const TiledView<T>& m, int64_t ti, int nt,
     }
     // Group p > 0 re-reads the block from L1 and prefetches p blocks further on, so the DRAM
     // stream keeps flowing through every group's pass, not only the first's.
-    int64_t prefetch_bytes = kPrefetchBytes;
+    int64_t prefetch_bytes = GemvPrefetchBytes(GemvTiles(static_cast<int>(NextGroup(n_tok))));
     for (int64_t j0 = 0, g = 0; j0 < n_tok; j0 += g) {
       g = NextGroup(n_tok - j0);
       const float* xr[kTiledGemmMinTokens<T>];
@@ -443,7 +460,8 @@ HWY_INLINE void TiledGemvTiles(const TiledView<T>& m, int64_t ti, int nt,
                                static_cast<const float*>(f), c0 == 0, prefetch_bytes,
                                accb + j0 * kTileRows, kAccStride);
       }
-      prefetch_bytes += kTiledCols * kTileRows * static_cast<int64_t>(sizeof(T));
+      if (prefetch_bytes != kNoPrefetch)
+        prefetch_bytes += kTiledCols * kTileRows * static_cast<int64_t>(sizeof(T));
     }
   }
   for (int t = 0; t < nt; ++t) {

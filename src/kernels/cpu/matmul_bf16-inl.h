@@ -188,7 +188,7 @@ HWY_INLINE void Bf16GemvBlock(const T* HWY_RESTRICT wt, int64_t tile_stride, int
       // A pair of columns is 64 (FP8) or 128 (BF16) bytes: one prefetch per 64-byte line, into
       // the tile this stream decodes next past the tile's end (StreamAhead).
       constexpr auto kS = static_cast<int64_t>(sizeof(T));
-      for (int64_t b = 0; b < kS; ++b) {
+      for (int64_t b = 0; b < kS && prefetch_bytes != kNoPrefetch; ++b) {
         hwy::Prefetch(StreamAhead<kNT>(wt + t * tile_stride,
                                        (c0 + 2 * p) * kTileRows * kS + prefetch_bytes + 64 * b,
                                        tile_stride * kS));
@@ -314,7 +314,7 @@ HWY_INLINE void Bf16GemvTiles(const TiledView<T>& m, int64_t ti, int nt,
     const int64_t nc = std::min(kTiledCols, m.n_cols - c0);
     float f[kMaxBf16GemvRun] = {};
     for (int t = 0; t < nt; ++t) f[t] = m.x_factor(ti + t, c0);
-    int64_t prefetch_bytes = kPrefetchBytes;
+    int64_t prefetch_bytes = GemvPrefetchBytes(Bf16GemvRunOf(n_tok));
     for (int64_t j0 = 0, g = 0; j0 < n_tok; j0 += g) {
       g = Bf16NextGroup(n_tok - j0);
       bool folded = false;
@@ -350,7 +350,8 @@ HWY_INLINE void Bf16GemvTiles(const TiledView<T>& m, int64_t ti, int nt,
             static_cast<int>(g), nt, wt, tile_stride, c0, nc, xpc, c0 == 0, prefetch_bytes, acc,
             kAccStride);
       }
-      prefetch_bytes += kTiledCols * kTileRows * static_cast<int64_t>(sizeof(T));
+      if (prefetch_bytes != kNoPrefetch)
+        prefetch_bytes += kTiledCols * kTileRows * static_cast<int64_t>(sizeof(T));
     }
   }
   for (int t = 0; t < nt; ++t) {

@@ -65,10 +65,11 @@ inline constexpr int64_t kNoPrefetch = -1;       // a GEMV's prefetch_bytes: no 
 // none for runs of 4 (1 token; the bf16-dot path's 1-2 tokens), whose 4 tile streams 4-32 KiB apart
 // the hardware prefetchers follow better alone: with the hints, a cold 4-tile run's reads and
 // arithmetic added up instead of overlapping (a synthetic 4-stream loop outside the tree: cold
-// 9-16 GB/s with hints 2 KiB ahead, 20-25 without, one thread). bench-model --ab-variants 2
-// (forwards alternating in one process, ds-mini, 2 threads, read samples 25-44 GB/s), time per
-// forward, 2 runs each: bf16 dot batch 1 -15.5 / -18.6 / -21 / -13%, batch 4 -9.4 / -5.5%, batch
-// 16 -4.4 / -4.1% (its ~2.4-token experts); f32 batch 1 -8.6 / -3.8%, batch 16 -0.9 / -1.8%.
+// 9-18 GB/s with hints 2 KiB ahead, 23-25 without, one thread). Measured on a Zen 4 VM (the
+// earlier GEMV tuning was on Zen 5; docs/bench.md, thirteenth session): bench-model
+// --ab-variants 2 (forwards alternating in one process, ds-mini, 2 threads, read 25-44 GB/s), time
+// per forward, 2 runs each: bf16 dot batch 1 -15.5 / -18.6 / -21 / -13%, batch 4 -9.4 / -5.5%,
+// batch 16 -4.4 / -4.1% (its ~2.4-token experts); f32 batch 1 -8.6 / -3.8%, batch 16 -0.9 / -1.8%.
 // Runs of 1-2 tiles keep the hints: without them the f32 path's 2-token experts at batch 16 were
 // ~3% slower and the bf16-dot lm_head at 16 tokens (one tile per run) ~20%.
 constexpr int64_t GemvPrefetchBytes(int run) { return run >= 4 ? kNoPrefetch : kPrefetchBytes; }

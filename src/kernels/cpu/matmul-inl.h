@@ -45,10 +45,10 @@ namespace hn = hwy::HWY_NAMESPACE;
 //     column, for groups of up to kTiledGroup tokens (kTiledGroup * kTileRows / Lanes <= 12
 //     accumulators; NextGroup), per column block so later groups re-read the block from L1; the
 //     tile stream is prefetched kPrefetchBytes ahead (by group p's pass: p blocks further; past
-//     the tile's end, into the tile the stream decodes next: StreamAhead) except in runs of 4
-//     tiles (GemvPrefetchBytes); up to 4 tiles run side by side for enough FMA chains
-//     (GemvTiles). FP8 folds the decode's 2^112 into xs where that is exact (Fp8FoldsExactly;
-//     same products).
+//     the tile's end, into the tile the stream decodes next: StreamAhead) except in a GEMV whose
+//     runs are 4 tiles wide (GemvPrefetchBytes); up to 4 tiles run side by side for enough FMA
+//     chains (GemvTiles). FP8 folds the decode's 2^112 into xs where that is exact
+//     (Fp8FoldsExactly; same products).
 // Lanes need not hold consecutive rows: FP8 decodes whole columns in TileSlot order and the
 // tile's sums are put back in row order when stored (StoreTileRows).
 //   GEMM: per block of kTiledTokBlock tokens and kTiledCols columns, the tile's weights decoded
@@ -61,17 +61,18 @@ inline constexpr int64_t kTiledTokBlock = 48;    // tokens per GEMM block (a mul
 inline constexpr int64_t kPrefetchBytes = 2048;  // ~ DRAM latency x per-core read bandwidth
 inline constexpr int64_t kNoPrefetch = -1;       // a GEMV's prefetch_bytes: no software prefetch
 
-// The software prefetch distance of a GEMV whose first token group runs `run` tiles side by side:
-// none for runs of 4 (1 token; the bf16-dot path's 1-2 tokens), whose 4 tile streams 4-32 KiB apart
-// the hardware prefetchers follow better alone: with the hints, a cold 4-tile run's reads and
-// arithmetic added up instead of overlapping (a synthetic 4-stream loop outside the tree: cold
-// 9-18 GB/s with hints 2 KiB ahead, 23-25 without, one thread). Measured on a Zen 4 VM (the
-// earlier GEMV tuning was on Zen 5; docs/bench.md, thirteenth session): bench-model
-// --ab-variants 2 (forwards alternating in one process, ds-mini, 2 threads, read 25-44 GB/s), time
-// per forward, 2 runs each: bf16 dot batch 1 -15.5 / -18.6 / -21 / -13%, batch 4 -9.4 / -5.5%,
-// batch 16 -4.4 / -4.1% (its ~2.4-token experts); f32 batch 1 -8.6 / -3.8%, batch 16 -0.9 / -1.8%.
-// Runs of 1-2 tiles keep the hints: without them the f32 path's 2-token experts at batch 16 were
-// ~3% slower and the bf16-dot lm_head at 16 tokens (one tile per run) ~20%.
+// The software prefetch distance (bytes ahead of the decoded column, StreamAhead) of a GEMV whose
+// runs are `run` tiles wide (GemvTiles / Bf16GemvRunOf of its first token group), for the whole
+// GEMV: kNoPrefetch for runs of 4 (1 token; the bf16-dot path's 1-2 tokens, a single group),
+// including a run's 2- and 1-tile tail blocks and matrices of fewer than 4 tiles; kPrefetchBytes
+// for runs of 1-2. With the hints, a cold 4-tile run's reads and arithmetic added up instead of
+// overlapping: the hardware prefetchers stream its 4 tile streams (4-32 KiB apart) faster alone (a
+// synthetic 4-stream loop outside the tree, one thread: cold 9-18 GB/s with hints 2 KiB ahead,
+// 23-25 without). Measured on a Zen 4 VM only, not yet on Zen 5 (where the earlier GEMV tuning was
+// done); bench-model
+// --ab-variants 2 figures in docs/bench.md (thirteenth session): batch 1 -13 to -21% per forward,
+// batch 16 -4%. Runs of 1-2 tiles keep the hints: without them the f32 path's 2-token experts at
+// batch 16 ran ~3% slower and the bf16-dot lm_head at 16 tokens (one tile per run) ~20%.
 constexpr int64_t GemvPrefetchBytes(int run) { return run >= 4 ? kNoPrefetch : kPrefetchBytes; }
 
 template <typename TW>
@@ -233,11 +234,11 @@ inline constexpr int kMaxGemvTiles = GemvTiles(1);
 
 // The block sums of kNT tiles' columns [c0, c1) (tile t's weights at wt + t * tile_stride) x the
 // kG tokens' x rows (xr[j][c], scaled by f[t] for tile t here), stored to / added into accb +
-// t * accb_stride. Each (row, token) chain is the same for any kNT.
-// kFolded (FP8 only): the weights are used as DecodeFp8Column leaves them (times 2^-120, not
-// 2^-8) and the caller's f carries the 2^112 instead, one multiply per weight vector fewer. Where
-// Fp8FoldsExactly holds, fl(x * f * 2^112) = fl(x * f) * 2^112, so every product, hence every
-// chain, is bit for bit the unfolded one.
+// t * accb_stride; prefetch_bytes: bytes ahead of the decoded column (StreamAhead), or kNoPrefetch
+// (no hints). Each (row, token) chain is the same for any kNT. kFolded (FP8 only): the weights are
+// used as DecodeFp8Column leaves them (times 2^-120, not 2^-8) and the caller's f carries the 2^112
+// instead, one multiply per weight vector fewer. Where Fp8FoldsExactly holds, fl(x * f * 2^112) =
+// fl(x * f) * 2^112, so every product, hence every chain, is bit for bit the unfolded one.
 template <int kG, int kNT, bool kFolded, bool kSameF, typename T>
 HWY_INLINE void TiledGemvBlock(const T* HWY_RESTRICT wt, int64_t tile_stride, int64_t c0,
                                int64_t c1, const float* const* xr, const float* f, bool first,
@@ -434,8 +435,8 @@ HWY_INLINE void TiledGemvTiles(const TiledView<T>& m, int64_t ti, int nt,
       f[t] = m.x_factor(ti + t, c0);
       same_f = same_f && f[t] == f[0];
     }
-    // Group p > 0 re-reads the block from L1 and prefetches p blocks further on, so the DRAM
-    // stream keeps flowing through every group's pass, not only the first's.
+    // Group p > 0 re-reads the block from L1 and (unless kNoPrefetch) prefetches p blocks further
+    // on, so the DRAM stream keeps flowing through every group's pass, not only the first's.
     int64_t prefetch_bytes = GemvPrefetchBytes(GemvTiles(static_cast<int>(NextGroup(n_tok))));
     for (int64_t j0 = 0, g = 0; j0 < n_tok; j0 += g) {
       g = NextGroup(n_tok - j0);

@@ -173,7 +173,8 @@ HWY_INLINE void DotPairColumn(VPairs w0, VPairs w1, const uint32_t* const* xp, i
 // GEMV block: kNT tiles' columns [c0, c0 + nc) (tile t at wt + t * tile_stride) x kG tokens' xs
 // pairs (tile t, token j at xp[t * kG + j], pair index relative to c0), block sums stored to /
 // added into accb + t * accb_stride (token j's 32 sums at + j * kTileRows, in Bf16Slot order, or
-// RowSlot for kPaired).
+// RowSlot for kPaired); prefetch_bytes: bytes ahead of the decoded column (StreamAhead), or
+// kNoPrefetch (no hints; GemvPrefetchBytes).
 template <int kG, int kNT, bool kFolded, bool kPaired, typename T>
 HWY_INLINE void Bf16GemvBlock(const T* HWY_RESTRICT wt, int64_t tile_stride, int64_t c0, int64_t nc,
                               const uint32_t* const* xp, bool first, int64_t prefetch_bytes,
@@ -185,13 +186,15 @@ HWY_INLINE void Bf16GemvBlock(const T* HWY_RESTRICT wt, int64_t tile_stride, int
   auto step = [&](int64_t p, bool second) HWY_ATTR {
     for (int t = 0; t < kNT; ++t) {
       const T* HWY_RESTRICT wc = wt + t * tile_stride + (c0 + 2 * p) * kTileRows;
-      // A pair of columns is 64 (FP8) or 128 (BF16) bytes: one prefetch per 64-byte line, into
-      // the tile this stream decodes next past the tile's end (StreamAhead).
+      // A pair of columns is 64 (FP8) or 128 (BF16) bytes: unless kNoPrefetch, one prefetch per
+      // 64-byte line, into the tile this stream decodes next past the tile's end (StreamAhead).
       constexpr auto kS = static_cast<int64_t>(sizeof(T));
-      for (int64_t b = 0; b < kS && prefetch_bytes != kNoPrefetch; ++b) {
-        hwy::Prefetch(StreamAhead<kNT>(wt + t * tile_stride,
-                                       (c0 + 2 * p) * kTileRows * kS + prefetch_bytes + 64 * b,
-                                       tile_stride * kS));
+      if (prefetch_bytes != kNoPrefetch) {
+        for (int64_t b = 0; b < kS; ++b) {
+          hwy::Prefetch(StreamAhead<kNT>(wt + t * tile_stride,
+                                         (c0 + 2 * p) * kTileRows * kS + prefetch_bytes + 64 * b,
+                                         tile_stride * kS));
+        }
       }
       VPairs w0, w1;
       Bf16PairColumns<kFolded, kPaired>(wc, second, w0, w1);

@@ -41,6 +41,7 @@
 #include "bench/metrics.h"
 #include "bench/read_bandwidth.h"
 #include "io/json.h"
+#include "kernels/cpu/cpu_features.h"
 #include "kv/kv_cache.h"
 
 namespace dss::app {
@@ -319,6 +320,10 @@ int run_bench_model(const BenchModelArgs& a) {
   OrderedJson j;
   j["model"] = a.model;
   j["arch"] = model_arch_name(c.arch);
+  const cpu::CpuDescription& cpu = cpu::describe_cpu();
+  j["cpu"] = {{"vendor", cpu.vendor},    {"brand", cpu.brand},       {"family", cpu.family},
+              {"model", cpu.model},      {"stepping", cpu.stepping}, {"target", cpu.target},
+              {"bf16_dot", cpu.bf16_dot}};
   j["threads"] = n_threads;
   j["repetitions"] = a.repetitions;
   j["weight_dtype"] = a.weight_dtype.empty() ? "stored" : a.weight_dtype;
@@ -468,6 +473,9 @@ int run_bench_model(const BenchModelArgs& a) {
       a.model.c_str(), model_arch_name(c.arch).c_str(), n_threads,
       a.weight_dtype.empty() ? "as stored" : a.weight_dtype.c_str(), a.weight_layout.c_str(),
       m.matmul_bf16() ? "bf16" : "f32", kv_dtype_name(kv_dtype(m, a)), a.repetitions);
+  std::printf("cpu %s (%s family %d model %d stepping %d), Highway target %s, bf16 dot %s\n",
+              cpu.brand.empty() ? "(no brand string)" : cpu.brand.c_str(), cpu.vendor.c_str(),
+              cpu.family, cpu.model, cpu.stepping, cpu.target.c_str(), cpu.bf16_dot ? "yes" : "no");
   std::printf("read bandwidth: %.1f GB/s before, %.1f GB/s after the runs", bw_before, bw_after);
   if (bs1_tok_s > 0) {
     std::printf(" (%.1f / %.1f right before / after batch 1)", bw_bs1.front(), bw_bs1.back());

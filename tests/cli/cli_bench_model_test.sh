@@ -66,6 +66,20 @@ assert o["read_gbps"] == max([o["read_gbps_before"], o["read_gbps_after"]] +
                             o["read_gbps_bs1_samples"])
 first = sys.argv[3].split(",")[0]
 assert o["decode_ctx_%s_tpot_ratio" % first] == 1.0
+# The host CPU against /proc/cpuinfo (the kernel's own CPUID reading), where it is x86 Linux.
+cpu = o["cpu"]
+assert cpu["target"] and isinstance(cpu["bf16_dot"], bool), cpu
+info = {}
+for line in open("/proc/cpuinfo"):
+    if not line.strip():
+        break
+    k, _, v = line.partition(":")
+    info[k.strip()] = v.strip()
+if "vendor_id" in info:
+    assert cpu["vendor"] == info["vendor_id"], (cpu, info["vendor_id"])
+    assert (cpu["family"], cpu["model"], cpu["stepping"]) == (
+        int(info["cpu family"]), int(info["model"]), int(info["stepping"])), (cpu, info)
+    assert cpu["brand"] == info["model name"], (cpu, info["model name"])
 # Prefill GFLOP/s: an independent count from config.json of what apps/dsserve/prefill_flops.h
 # defines (2 per multiply-add; projections and FFN/experts per token, kv_b per position, causal
 # (V3.2: top-k limited) pairs, the V3.2 indexer, lm_head for the last token), times the measured

@@ -14,9 +14,13 @@ namespace dss::cpu {
 namespace {
 
 // The best compiled target the CPU supports, which HWY_DYNAMIC_DISPATCH runs: the lowest set bit.
+// Read once, so cpu_has_bf16_dot() and describe_cpu() see the same one.
 int64_t dispatched_target() {
-  const int64_t usable = hwy::SupportedTargets() & HWY_TARGETS;
-  return usable & -usable;
+  static const int64_t best = [] {
+    const int64_t usable = hwy::SupportedTargets() & HWY_TARGETS;
+    return usable & -usable;
+  }();
+  return best;
 }
 
 CpuDescription read_cpu() {
@@ -36,9 +40,7 @@ CpuDescription read_cpu() {
     const int base_model = static_cast<int>((a >> 4) & 0xF);
     d.stepping = static_cast<int>(a & 0xF);
     d.family = base_family == 0xF ? base_family + static_cast<int>((a >> 20) & 0xFF) : base_family;
-    d.model = base_family == 0x6 || base_family == 0xF
-                  ? (static_cast<int>((a >> 16) & 0xF) << 4) + base_model
-                  : base_model;
+    d.model = d.family >= 6 ? (static_cast<int>((a >> 16) & 0xF) << 4) + base_model : base_model;
   }
   unsigned max_ext = 0;
   if (__get_cpuid(0x80000000u, &max_ext, &b, &c, &e) != 0 && max_ext >= 0x80000004u) {

@@ -19,8 +19,10 @@ bool cpu_has_bf16_dot();
 struct CpuDescription {
   std::string vendor;  // CPUID leaf 0's vendor string ("AuthenticAMD", "GenuineIntel"); "" off x86
   std::string brand;   // leaves 0x80000002-4, leading and trailing spaces removed; "" if absent
-  // Leaf 1's display family and model (the extended fields added where the SDM / APM say so, as
-  // Linux's /proc/cpuinfo "cpu family" and "model") and stepping; 0 off x86.
+                       // (Linux's "model name" then reads "%02x/%02x", family / model)
+  // Leaf 1's family, model and stepping as Linux's /proc/cpuinfo "cpu family", "model" and
+  // "stepping" show them (x86_family / x86_model: the extended family added for base family 0xF,
+  // the extended model for family 6 and up); 0 off x86.
   int family = 0, model = 0, stepping = 0;
   std::string target;     // hwy::TargetName of the target HWY_DYNAMIC_DISPATCH runs ("AVX3")
   bool bf16_dot = false;  // cpu_has_bf16_dot()

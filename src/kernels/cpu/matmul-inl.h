@@ -66,13 +66,13 @@ inline constexpr int64_t kNoPrefetch = -1;       // a GEMV's prefetch_bytes: no 
 // GEMV: kNoPrefetch for runs of 4 (1 token; the bf16-dot path's 1-2 tokens, a single group),
 // including a run's 2- and 1-tile tail blocks and matrices of fewer than 4 tiles; kPrefetchBytes
 // for runs of 1-2. With the hints, a cold 4-tile run's reads and arithmetic added up instead of
-// overlapping: the hardware prefetchers stream its 4 tile streams (4-32 KiB apart) faster alone (a
-// synthetic 4-stream loop outside the tree, one thread: cold 9-18 GB/s with hints 2 KiB ahead,
-// 23-25 without). Measured on a Zen 4 VM only, not yet on Zen 5 (where the earlier GEMV tuning was
-// done); bench-model
-// --ab-variants 2 figures in docs/bench.md (thirteenth session): batch 1 -13 to -21% per forward,
-// batch 16 -4%. Runs of 1-2 tiles keep the hints: without them the f32 path's 2-token experts at
-// batch 16 ran ~3% slower and the bf16-dot lm_head at 16 tokens (one tile per run) ~20%.
+// overlapping: the hardware prefetchers stream its 4 tile streams (4-32 KiB apart) faster alone
+// (bench/micro/stream_hint_bench, one thread, 4 FMAs per vector: cold 16.7 GB/s with hints 2 KiB
+// ahead, 19.2 without, against 24.3 for a plain read and 58.7 in cache). Measured on a Zen 4 VM
+// only, not yet on Zen 5 (where the earlier GEMV tuning was done); bench-model --ab-variants 2
+// figures in docs/bench.md (thirteenth session): batch 1 -13 to -21% per forward, batch 16 -4%.
+// Runs of 1-2 tiles keep the hints: without them the f32 path's 2-token experts at batch 16 ran
+// ~3% slower and the bf16-dot lm_head at 16 tokens (one tile per run) ~20%.
 constexpr int64_t GemvPrefetchBytes(int run) { return run >= 4 ? kNoPrefetch : kPrefetchBytes; }
 
 template <typename TW>

@@ -9,7 +9,7 @@
 // each with no hints and with prefetcht0 2 KiB ahead per stream (past a tile's end into the tile
 // the stream reads next, as StreamAhead). Each round flushes the caches (a 256 MiB read) before
 // every cold measurement; cases alternate inside a round. Prints medians over rounds, GB/s.
-//   stream_hint_bench [--rounds N] [--fma 1|2|4|8] [--kib N]  (defaults 9, 4, 512: per case)
+//   stream_hint_bench [--rounds N] [--fma 1|2|4|8] [--kib 128-8192]  (defaults 9, 4, 512)
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "bench/micro/stream_hint_bench.cc"
 #include "hwy/cache_control.h"
@@ -120,7 +120,7 @@ int run(int argc, char** argv) {
     const std::string flag = argv[i];
     if (flag == "--rounds") rounds = std::max(1, std::atoi(argv[i + 1]));
     if (flag == "--fma") n_fma = std::atoi(argv[i + 1]);
-    if (flag == "--kib") kib = std::clamp(std::atoi(argv[i + 1]), 128, 65536) / 128 * 128;
+    if (flag == "--kib") kib = std::clamp(std::atoi(argv[i + 1]), 128, 8192) / 128 * 128;
   }
   constexpr int64_t kTileBytes = 32 << 10;  // a 32-row FP8 tile of 1024 columns
   const int64_t bytes = kib << 10;

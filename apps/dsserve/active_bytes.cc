@@ -79,4 +79,14 @@ double ActiveBytes::step_bytes(double routed_reads) const {
          routed_reads * static_cast<double>(routed_expert_bytes);
 }
 
+std::vector<std::pair<std::string, double>> ActiveBytes::step_parts(double routed_reads) const {
+  std::vector<std::pair<std::string, double>> r;
+  for (const auto& [part, b] : parts) {
+    r.emplace_back(part, part == "routed_experts"
+                             ? routed_reads * static_cast<double>(routed_expert_bytes)
+                             : static_cast<double>(b));
+  }
+  return r;
+}
+
 }  // namespace dss::app

@@ -35,6 +35,9 @@ struct ActiveBytes {
   // not counted). At batch 1, routed_reads = n_moe_layers * num_experts_per_tok and this is
   // `total`.
   double step_bytes(double routed_reads) const;
+  // The same step's bytes per part: `parts` with routed_experts = routed_reads *
+  // routed_expert_bytes; they sum to step_bytes(routed_reads).
+  std::vector<std::pair<std::string, double>> step_parts(double routed_reads) const;
 };
 
 // Bytes of a matrix in its stored dtype plus its scales (F8: block grid, I8: per row), as f32.

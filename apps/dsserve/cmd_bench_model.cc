@@ -10,7 +10,10 @@
 // Every batch size also against its own roofline: the batch-1 weight bytes with the routed
 // experts its steps actually read (each distinct expert of a layer once per step;
 // Workspace::routed_expert_reads), so batch B's speedup over batch 1 can be set against what the
-// weight bytes allow.
+// weight bytes allow; and against its bytes-and-FLOPs bound (decode_flops.h: per phase the slower
+// of its weight bytes at the read bandwidth and its FLOPs at the peak of the arithmetic the
+// matmuls run): how much of a batch's distance from its roofline the machine's arithmetic
+// accounts for, and how much the code loses.
 // Long-context decode (`--decode-context`): one sequence per context C filled with C tokens by
 // chunked prefill (its time printed), then `--context-steps` timed decode steps at context C,
 // the repetitions of all contexts interleaved (bench_contexts).
@@ -30,6 +33,7 @@
 #include "apps/dsserve/active_bytes.h"
 #include "apps/dsserve/batch_driver.h"
 #include "apps/dsserve/commands.h"
+#include "apps/dsserve/decode_flops.h"
 #include "apps/dsserve/engine_flags.h"
 #include "apps/dsserve/prefill_flops.h"
 #include "base/check.h"
@@ -352,6 +356,7 @@ int run_bench_model(const BenchModelArgs& a) {
     fma_peak = std::max(fma_peak, fma_peaks.back());
   };
   const bool run_prefill = !a.context_only && !a.prefill.empty();
+  // --prefill is never empty (validate), so the peaks are there for the decode batches' bounds.
   if (run_prefill) measure_peaks();
   std::vector<std::pair<std::string, Stat>> rows;          // (test name, tok/s)
   std::vector<std::pair<int32_t, double>> prefill_gflops;  // (n, GFLOP/s at the mean tok/s)
@@ -387,6 +392,8 @@ int run_bench_model(const BenchModelArgs& a) {
     int32_t b;
     double tok_s, routed_reads_per_step, step_bytes;  // means over the timed steps
     double roofline_tok_s = 0;  // b x the run's highest bandwidth sample / step_bytes (set below)
+    StepFlops flops;            // per step (decode_step_flops)
+    StepBound bound;            // at the run's highest bandwidth sample and the peak (set below)
   };
   std::vector<BatchRow> batch_rows;  // one per batch size, the last run of a repeated one
   for (int32_t b : a.context_only ? std::vector<int32_t>{} : a.decode_batch) {
@@ -396,7 +403,8 @@ int run_bench_model(const BenchModelArgs& a) {
         bench_decode(m, a, b, rng, b == 1 ? &bw_bs1 : nullptr, &reads);
     const Stat s = stat_of(tok_s);
     std::erase_if(batch_rows, [&](const BatchRow& r) { return r.b == b; });
-    batch_rows.push_back({b, s.mean, reads, bytes.step_bytes(reads)});
+    batch_rows.push_back(
+        {b, s.mean, reads, bytes.step_bytes(reads), 0, decode_step_flops(c, b, a.decode_tokens)});
     if (b == 1) {
       bs1_tok_s = s.mean;
       pct_bs1 = paired_roofline_pct(tok_s, bw_bs1, bytes.total);
@@ -437,6 +445,20 @@ int run_bench_model(const BenchModelArgs& a) {
   // the routed experts its tokens chose (each distinct expert of a layer once), at the run's
   // highest bandwidth sample. roofline_bsB_speedup: batch B's roofline over batch 1's, the
   // speedup over batch 1 that the weight bytes allow at equal bandwidth efficiency.
+  // And against its bytes-and-FLOPs bound (decode_step_bound) at the same bandwidth and the peak
+  // of the matmuls' arithmetic (bf16 dot or f32 FMA; the higher sample): bound_bsB_speedup is
+  // the speedup over batch 1 this machine allows at all.
+  const bool bf16_arith = m.matmul_bf16();
+  const double peak = bf16_arith ? bf16_peak : fma_peak;
+  const BatchRow* bs1_row = nullptr;
+  for (BatchRow& r : batch_rows) {
+    r.bound = decode_step_bound(bytes.step_parts(r.routed_reads_per_step), r.flops, bw, peak);
+    if (r.b == 1) bs1_row = &r;
+  }
+  if (!batch_rows.empty()) {
+    j["bound_peak"] = bf16_arith ? "bf16_dot" : "fma";
+    j["bound_peak_gflops"] = peak;
+  }
   for (BatchRow& r : batch_rows) {
     r.roofline_tok_s = r.b * bw * 1e9 / r.step_bytes;
     const double rl = r.roofline_tok_s;
@@ -456,6 +478,18 @@ int run_bench_model(const BenchModelArgs& a) {
       j[str_cat("decode_bs", r.b, "_speedup")] = r.tok_s / bs1_tok_s;
       j[str_cat("roofline_bs", r.b, "_speedup")] = rl / roofline;
     }
+    const double bound_tok_s = r.b / r.bound.seconds;
+    j[str_cat("decode_bs", r.b, "_flops_per_step")] = r.flops.total;
+    j[str_cat("bound_bs", r.b, "_tok_s")] = bound_tok_s;
+    j[str_cat("decode_bs", r.b, "_bound_pct")] = 100.0 * r.tok_s / bound_tok_s;
+    for (const BoundPhase& p : r.bound.phases) {
+      j[str_cat("decode_bs", r.b, "_bound_phases")][p.name] = {{"bytes", p.bytes},
+                                                               {"flops", p.flops},
+                                                               {"bytes_ms", p.bytes_s * 1e3},
+                                                               {"flops_ms", p.flops_s * 1e3}};
+    }
+    if (bs1_row != nullptr && r.b != 1)
+      j[str_cat("bound_bs", r.b, "_speedup")] = bound_tok_s * bs1_row->bound.seconds;
   }
   for (const auto& [cl, r] : ctx) {
     j[str_cat("decode_ctx_", cl, "_prefill_s")] = r.first;
@@ -523,6 +557,30 @@ int run_bench_model(const BenchModelArgs& a) {
       } else {
         std::printf("     - |             - |\n");
       }
+    }
+    std::printf(
+        "\ndecode against each batch's bytes-and-FLOPs bound (per phase the slower of its weight "
+        "bytes at %.1f GB/s and its FLOPs at the %s peak, %.1f GFLOP/s; phases named where the "
+        "FLOPs are the slower):\n",
+        bw, bf16_arith ? "bf16-dot" : "f32 FMA", peak);
+    std::printf(
+        "| batch | GFLOP/step | bound ms | bound tok/s | tok/s | %% of it | bound x bs1 | "
+        "FLOP-bound phases |\n|------:|-----------:|---------:|------------:|------:|--------:|"
+        "------------:|:------------------|\n");
+    for (const BatchRow& r : batch_rows) {
+      const double bound_tok_s = r.b / r.bound.seconds;
+      std::string flop_bound;
+      for (const BoundPhase& p : r.bound.phases) {
+        if (p.flops_s > p.bytes_s) flop_bound += (flop_bound.empty() ? "" : ", ") + p.name;
+      }
+      std::printf("| %5d | %10.3f | %8.2f | %11.1f | %5.1f | %6.1f%% |", r.b, r.flops.total * 1e-9,
+                  r.bound.seconds * 1e3, bound_tok_s, r.tok_s, 100.0 * r.tok_s / bound_tok_s);
+      if (bs1_row != nullptr) {
+        std::printf(" %11.2f |", bound_tok_s * bs1_row->bound.seconds);
+      } else {
+        std::printf(" %11s |", "-");
+      }
+      std::printf(" %s |\n", flop_bound.empty() ? "-" : flop_bound.c_str());
     }
   }
   if (!prefill_gflops.empty()) {

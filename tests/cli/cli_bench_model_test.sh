@@ -144,6 +144,81 @@ assert abs(o["decode_bs1_roofline_pct_paired"] - med) < 1e-9 * med, (o["decode_b
 PY
 }
 
+# The bytes-and-FLOPs bound of each batch (apps/dsserve/decode_flops.h), recomputed here: FLOPs
+# per step counted from config.json (absorbed MLA: projections, W_UK, W_UV, H (2R + rope) per
+# attended position; the V3.2 indexer's projections and every cached position scored; dense FFN or
+# router + routed + shared experts; lm_head; 2 per multiply-add per token, the mean over the tg
+# steps from an empty cache, step i attending i + 1 positions (V3.2: at most index_topk)), bytes
+# per phase from the batch-1 parts with the step's routed experts, and per phase the slower of
+# bytes at read_gbps and FLOPs at the peak of the matmuls' arithmetic, summed.
+bound_lib='
+def check_bound(o, cfg, expert, batches):
+    d, H, V = cfg["hidden_size"], cfg["num_attention_heads"], cfg["vocab_size"]
+    nope, rope, dv = cfg["qk_nope_head_dim"], cfg["qk_rope_head_dim"], cfg["v_head_dim"]
+    R, Q = cfg["kv_lora_rank"], cfg.get("q_lora_rank") or 0
+    topk = cfg.get("index_topk", 0)
+    HI, D = cfg.get("index_n_heads", 0), cfg.get("index_head_dim", 0)
+    F, k = cfg["moe_intermediate_size"], cfg["num_experts_per_tok"]
+    L, dense = cfg["num_hidden_layers"], cfg["first_k_dense_replace"]
+    T = o["decode_tokens"]
+    att = sum(min(i + 1, topk) if topk else i + 1 for i in range(T)) / T
+    scored = sum(i + 1 for i in range(T)) / T
+    macs = {"attention": 0, "indexer": 0, "dense_ffn": 0, "router": 0, "experts": 0}
+    for i in range(L):
+        macs["attention"] += ((d * Q + Q * H * (nope + rope) if Q else d * H * (nope + rope)) +
+                              d * (R + rope) + H * dv * d + H * nope * R + H * R * dv +
+                              att * H * (2 * R + rope))
+        if topk:
+            macs["indexer"] += Q * HI * D + d * D + d * HI + scored * HI * D
+        if i >= dense:
+            macs["router"] += d * cfg["n_routed_experts"]
+            macs["experts"] += (k + cfg["n_shared_experts"]) * 3 * d * F
+        else:
+            macs["dense_ffn"] += 3 * d * cfg["intermediate_size"]
+    macs["lm_head"] = d * V
+    bf16 = o["matmul_dtype"] == "bf16"
+    assert o["bound_peak"] == ("bf16_dot" if bf16 else "fma"), o["bound_peak"]
+    peak = o["bf16_dot_peak_gflops" if bf16 else "fma_peak_gflops"]
+    assert o["bound_peak_gflops"] == peak
+    parts, bw = o["active_weight_bytes"], o["read_gbps"]
+    n_moe = L - dense
+    bound = {}
+    for b in batches:
+        routed = o["decode_bs%d_routed_experts_per_layer" % b] * n_moe * expert
+        by = {"attention": parts["attention"], "indexer": parts["indexer"],
+              "dense_ffn": parts["dense_ffn"], "router": parts["router"],
+              "experts": parts["shared_experts"] + routed, "lm_head": parts["lm_head"],
+              "other": parts["embedding"] + parts["norms"]}
+        fl = {p: 2 * b * m for p, m in macs.items()}
+        total = sum(fl.values())
+        got = o["decode_bs%d_flops_per_step" % b]
+        assert abs(got - total) <= 1e-9 * total, (b, got, total)
+        phases = o["decode_bs%d_bound_phases" % b]
+        want = [p for p in ("attention", "indexer", "dense_ffn", "router", "experts", "lm_head",
+                            "other") if by[p] or fl.get(p, 0)]
+        assert list(phases) == want, (b, list(phases), want)
+        s = 0
+        for p in want:
+            ph = phases[p]
+            assert abs(ph["bytes"] - by[p]) <= 1e-9 * by[p], (b, p, ph, by[p])
+            f = fl.get(p, 0)
+            assert abs(ph["flops"] - f) <= 1e-9 * f, (b, p, ph, f)
+            bms, fms = by[p] / bw * 1e-6, f / peak * 1e-6
+            assert abs(ph["bytes_ms"] - bms) <= 1e-9 * bms and abs(ph["flops_ms"] - fms) <= 1e-9 * fms
+            s += max(bms, fms)
+        bound[b] = b / s * 1e3
+        got = o["bound_bs%d_tok_s" % b]
+        assert abs(got - bound[b]) <= 1e-9 * bound[b], (b, got, bound[b])
+        pct = 100 * o["decode_bs%d_tok_s" % b] / bound[b]
+        assert abs(o["decode_bs%d_bound_pct" % b] - pct) <= 1e-9 * pct, (b, pct)
+        # The bound is never above the bytes-only roofline (it adds the FLOPs).
+        assert bound[b] <= o["roofline_bs%d_tok_s" % b] * (1 + 1e-9), (b, bound[b])
+    for b in batches:
+        if b != 1 and 1 in bound:
+            sp = bound[b] / bound[1]
+            assert abs(o["bound_bs%d_speedup" % b] - sp) <= 1e-9 * sp, (b, sp)
+'
+
 # Each batch against its own weight bytes per step: the batch-1 bytes with the routed experts
 # replaced by those the step's tokens chose (each distinct expert of a layer once), one expert's
 # bytes counted here from the safetensors headers (layer first_k_dense_replace's expert 0). Batch
@@ -151,8 +226,9 @@ PY
 # of the fixed seed's ids) strictly between that and twice it: a count per (token, expert) pair
 # would read twice.
 check_batch() {  # check_batch FILE MODEL_DIR
-  /usr/bin/python3 - "$@" <<'PY'
-import glob, json, struct, sys
+  BOUND_LIB="$bound_lib" /usr/bin/python3 - "$@" <<'PY'
+import glob, json, os, struct, sys
+exec(os.environ["BOUND_LIB"])
 o = json.load(open(sys.argv[1]))
 cfg = json.load(open(sys.argv[2] + "/config.json"))
 prefix = "model.layers.%d.mlp.experts.0." % cfg["first_k_dense_replace"]
@@ -186,8 +262,10 @@ assert abs(o["roofline_bs2_speedup"] - s) <= 1e-9 * s
 for kind in ("bf16_dot", "fma"):  # the higher of the samples before and after the prefill runs
     samples = o[kind + "_peak_gflops_samples"]
     assert len(samples) == 2 and min(samples) > 0 and o[kind + "_peak_gflops"] == max(samples)
+check_bound(o, cfg, expert, [1, 2])
 PY
 }
+
 
 small=(--threads 2 --prefill 16,32 --decode-batch 1,2 --decode-tokens 4 --context-steps 2
        --context-chunk 16 --repetitions 2 --bandwidth-mib 16)
@@ -230,6 +308,7 @@ assert "decode_bs2_speedup" not in o and "roofline_bs2_speedup" not in o' "$tmp/
 "$bin" bench-model --model "$tmp/tiny" --threads 2 --prefill 16 --decode-batch 2 \
   --decode-tokens 4 --repetitions 2 --bandwidth-mib 16 >"$tmp/nobs1.out" 2>&1
 check "batch roofline row without batch 1" grep -qE "^\|     2 \| .* \|     - \|             - \|$" "$tmp/nobs1.out"
+check "batch bound row without batch 1" grep -qE "^\|     2 \| +[0-9.]+ \| .* \| +- \| [-a-z_, ]+ \|$" "$tmp/nobs1.out"
 
 # Human output: the tables and the roofline line.
 "$bin" bench-model --model "$tmp/tiny" "${small[@]}" >"$tmp/human.out" 2>&1
@@ -239,6 +318,7 @@ check "decode row" grep -q "| tg4 bs2 " "$tmp/human.out"
 check "roofline line" grep -q "roofline at batch 1: .* tok/s; decode bs1 reaches" "$tmp/human.out"
 check "paired roofline line" grep -q "decode bs1 per repetition against the higher bandwidth sample around it: .*; median .*%" "$tmp/human.out"
 check "prefill peak line" grep -q "pp32 .* GFLOP/s = .*% of the bf16-dot peak" "$tmp/human.out"
+check "batch bound rows" grep -qE "^\|     2 \| +[0-9.]+ \| +[0-9.]+ \| +[0-9.]+ \| +[0-9.]+ \| +[0-9.]+% \| +[0-9.]+ \| [-a-z_, ]+ \|$" "$tmp/human.out"
 check "batch roofline rows" grep -qE "^\|     2 \| +[0-9.]+ \| +[0-9.]+ \| +[0-9.]+ \| +[0-9.]+ \| +[0-9.]+% \| +[0-9.]+ \| +[0-9.]+ \|$" "$tmp/human.out"
 
 # --phase-times: each pp / tg test's phases per forward; their calls per forward counted here
@@ -306,6 +386,15 @@ check "--ab-variants 5 refused" test $? -ne 0
 check "bench-model --weight-dtype bf16" /usr/bin/python3 -c "
 import json; a=json.load(open('$tmp/tiny.json')); b=json.load(open('$tmp/bf16.json'))
 assert b['active_weight_bytes_per_token'] > a['active_weight_bytes_per_token']"
+
+# --matmul-dtype f32: the bound takes the f32 FMA peak (the bytes are the stored weights').
+"$bin" bench-model --model "$tmp/tiny" "${small[@]}" --matmul-dtype f32 --json \
+  >"$tmp/f32.json" 2>"$tmp/f32.err"
+check "bench-model --matmul-dtype f32 exits 0" test $? -eq 0
+check "bench-model f32 bound takes the FMA peak" /usr/bin/python3 -c "
+import json; o=json.load(open('$tmp/f32.json'))
+assert o['matmul_dtype'] == 'f32' and o['bound_peak'] == 'fma', o['bound_peak']"
+check "bench-model batch rooflines, --matmul-dtype f32" check_batch "$tmp/f32.json" "$tmp/tiny"
 
 # --lm-head-dtype fp8: lm_head alone becomes FP8 (1 byte per weight + one f32 scale per 128x128
 # block, from the BF16 checkpoint's 2 bytes), every other count unchanged.

@@ -24,6 +24,7 @@
 // forward calls alternate N variants (base/phase_timer.h) and adds each one's phases
 // ("phases_per_variant"): for comparing two versions of a kernel within one run.
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdio>
 #include <iostream>
@@ -297,6 +298,33 @@ Status validate(const BenchModelArgs& a) {
   return Status::ok();
 }
 
+// --phase-times: a tg test's measured phases per forward (phases_per_forward) beside the bound of
+// the same step's phases (decode_step_bound): mla holds the attention and the V3.2 indexer,
+// moe.route the router, moe.experts the experts, the forward the whole step (whose bound also
+// has the embedding row and norms). {phase: {ms, bound_ms}}; empty without phase times.
+OrderedJson phases_vs_bound(const OrderedJson& measured, const StepBound& bound) {
+  static constexpr std::pair<const char*, std::array<const char*, 2>> kMap[] = {
+      {"mla", {"attention", "indexer"}},
+      {"moe.route", {"router", ""}},
+      {"moe.experts", {"experts", ""}},
+      {"dense_ffn", {"dense_ffn", ""}},
+      {"lm_head", {"lm_head", ""}}};
+  OrderedJson o;
+  for (const auto& [name, parts] : kMap) {
+    if (!measured.contains(name)) continue;
+    double s = 0;
+    for (const BoundPhase& p : bound.phases) {
+      if (p.name == parts[0] || p.name == parts[1]) s += std::max(p.bytes_s, p.flops_s);
+    }
+    o[name] = {{"ms", measured[name]["ms"].get<double>()}, {"bound_ms", s * 1e3}};
+  }
+  if (!o.empty() && measured.contains("forward")) {
+    o["forward"] = {{"ms", measured["forward"]["ms"].get<double>()},
+                    {"bound_ms", bound.seconds * 1e3}};
+  }
+  return o;
+}
+
 std::string mb(int64_t bytes) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.3f", static_cast<double>(bytes) * 1e-6);
@@ -490,6 +518,11 @@ int run_bench_model(const BenchModelArgs& a) {
     }
     if (bs1_row != nullptr && r.b != 1)
       j[str_cat("bound_bs", r.b, "_speedup")] = bound_tok_s * bs1_row->bound.seconds;
+    const std::string test = str_cat("tg", a.decode_tokens, "_bs", r.b);
+    if (j.contains("phases_per_forward") && j["phases_per_forward"].contains(test)) {
+      OrderedJson pv = phases_vs_bound(j["phases_per_forward"][test], r.bound);
+      if (!pv.empty()) j["phases_vs_bound"][test] = std::move(pv);
+    }
   }
   for (const auto& [cl, r] : ctx) {
     j[str_cat("decode_ctx_", cl, "_prefill_s")] = r.first;
@@ -581,6 +614,21 @@ int run_bench_model(const BenchModelArgs& a) {
         std::printf(" %11s |", "-");
       }
       std::printf(" %s |\n", flop_bound.empty() ? "-" : flop_bound.c_str());
+    }
+    if (j.contains("phases_vs_bound")) {
+      std::printf(
+          "\nphases per step against their bound (--phase-times; mla holds the attention and "
+          "the V3.2 indexer):\n| batch | phase       |       ms | bound ms | bound / ms |\n"
+          "|------:|:------------|---------:|---------:|-----------:|\n");
+      for (const BatchRow& r : batch_rows) {
+        const std::string test = str_cat("tg", a.decode_tokens, "_bs", r.b);
+        if (!j["phases_vs_bound"].contains(test)) continue;
+        for (const auto& [name, v] : j["phases_vs_bound"][test].items()) {
+          const double ms = v["ms"].get<double>(), bound_ms = v["bound_ms"].get<double>();
+          std::printf("| %5d | %-11s | %8.3f | %8.3f | %9.1f%% |\n", r.b, name.c_str(), ms,
+                      bound_ms, 100.0 * bound_ms / ms);
+        }
+      }
     }
   }
   if (!prefill_gflops.empty()) {

@@ -353,6 +353,31 @@ for test, ph in o.items():
     blocks = sum(ph[k]["ms"] for k in ("mla", "moe", "dense_ffn", "lm_head") if k in ph)
     assert blocks <= ph["forward"]["ms"] + eps, (test, blocks, ph["forward"]["ms"])
 PY
+  # Each tg test's measured phases beside their bound: the same ms as phases_per_forward, the
+  # bound of the mapped phases (mla: attention + indexer) as the slower of their bytes_ms and
+  # flops_ms, the forward's as the whole step's (batch / bound_bsB_tok_s).
+  check "phases against the bound on $preset" /usr/bin/python3 - "$tmp/phases-$preset.json" <<'PY'
+import json, sys
+j = json.load(open(sys.argv[1]))
+ph, pv = j["phases_per_forward"], j["phases_vs_bound"]
+assert sorted(pv) == ["tg4_bs1", "tg4_bs2"], sorted(pv)
+mapping = {"mla": ["attention", "indexer"], "moe.route": ["router"], "moe.experts": ["experts"],
+           "dense_ffn": ["dense_ffn"], "lm_head": ["lm_head"]}
+for test, v in pv.items():
+    b = int(test.split("_bs")[1])
+    bp = j["decode_bs%d_bound_phases" % b]
+    want = [k for k in mapping if k in ph[test]] + ["forward"]
+    assert list(v) == want, (test, list(v), want)
+    for name, e in v.items():
+        assert e["ms"] == ph[test][name]["ms"], (test, name, e)
+        if name == "forward":
+            bound = b / j["bound_bs%d_tok_s" % b] * 1e3
+        else:
+            bound = sum(max(bp[p]["bytes_ms"], bp[p]["flops_ms"]) for p in mapping[name] if p in bp)
+        assert bound > 0 and abs(e["bound_ms"] - bound) <= 1e-9 * bound, (test, name, e, bound)
+PY
+  "$bin" bench-model --model "$tmp/$preset" "${small[@]}" --phase-times >"$tmp/phases-$preset.out" 2>&1
+  check "phases against the bound, table ($preset)" grep -qE "^\|     2 \| moe\.experts +\| +[0-9.]+ \| +[0-9.]+ \| +[0-9.]+% \|$" "$tmp/phases-$preset.out"
 done
 
 # --ab-variants 2: the forward calls alternate two variants (no code reads them here, so this

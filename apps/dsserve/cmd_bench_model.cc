@@ -286,6 +286,8 @@ Status validate(const BenchModelArgs& a) {
     return Status::ok();
   };
   DSS_RETURN_IF_ERROR(positive(a.prefill, "--prefill"));
+  // The prefill runs measure the peaks that the decode batches' bounds need.
+  if (a.prefill.empty()) return Status::error("--prefill: at least one length");
   DSS_RETURN_IF_ERROR(positive(a.decode_batch, "--decode-batch"));
   DSS_RETURN_IF_ERROR(positive(a.decode_context, "--decode-context"));
   if (a.decode_tokens < 1) return Status::error("--decode-tokens must be >= 1");
@@ -303,6 +305,7 @@ Status validate(const BenchModelArgs& a) {
 // moe.route the router, moe.experts the experts, the forward the whole step (whose bound also
 // has the embedding row and norms). {phase: {ms, bound_ms}}; empty without phase times.
 OrderedJson phases_vs_bound(const OrderedJson& measured, const StepBound& bound) {
+  // (measured phase, the bound's phases it holds; "": none)
   static constexpr std::pair<const char*, std::array<const char*, 2>> kMap[] = {
       {"mla", {"attention", "indexer"}},
       {"moe.route", {"router", ""}},
@@ -384,7 +387,8 @@ int run_bench_model(const BenchModelArgs& a) {
     fma_peak = std::max(fma_peak, fma_peaks.back());
   };
   const bool run_prefill = !a.context_only && !a.prefill.empty();
-  // --prefill is never empty (validate), so the peaks are there for the decode batches' bounds.
+  // --prefill is never empty (validate), so the peaks are there for the decode batches' bounds
+  // (unless --context-only, which runs no batches).
   if (run_prefill) measure_peaks();
   std::vector<std::pair<std::string, Stat>> rows;          // (test name, tok/s)
   std::vector<std::pair<int32_t, double>> prefill_gflops;  // (n, GFLOP/s at the mean tok/s)
@@ -475,13 +479,14 @@ int run_bench_model(const BenchModelArgs& a) {
   // speedup over batch 1 that the weight bytes allow at equal bandwidth efficiency.
   // And against its bytes-and-FLOPs bound (decode_step_bound) at the same bandwidth and the peak
   // of the matmuls' arithmetic (bf16 dot or f32 FMA; the higher sample): bound_bsB_speedup is
-  // the speedup over batch 1 this machine allows at all.
+  // the bounds' ratio, the speedup over batch 1 at equal shares of the two bounds (batch B can
+  // exceed it only where batch 1 runs further below its own bound).
   const bool bf16_arith = m.matmul_bf16();
   const double peak = bf16_arith ? bf16_peak : fma_peak;
-  const BatchRow* bs1_row = nullptr;
+  double bs1_bound_s = 0;  // batch 1's bound (s per step); 0: batch 1 not in the run
   for (BatchRow& r : batch_rows) {
     r.bound = decode_step_bound(bytes.step_parts(r.routed_reads_per_step), r.flops, bw, peak);
-    if (r.b == 1) bs1_row = &r;
+    if (r.b == 1) bs1_bound_s = r.bound.seconds;
   }
   if (!batch_rows.empty()) {
     j["bound_peak"] = bf16_arith ? "bf16_dot" : "fma";
@@ -516,8 +521,8 @@ int run_bench_model(const BenchModelArgs& a) {
                                                                {"bytes_ms", p.bytes_s * 1e3},
                                                                {"flops_ms", p.flops_s * 1e3}};
     }
-    if (bs1_row != nullptr && r.b != 1)
-      j[str_cat("bound_bs", r.b, "_speedup")] = bound_tok_s * bs1_row->bound.seconds;
+    if (bs1_bound_s > 0 && r.b != 1)
+      j[str_cat("bound_bs", r.b, "_speedup")] = bound_tok_s * bs1_bound_s;
     const std::string test = str_cat("tg", a.decode_tokens, "_bs", r.b);
     if (j.contains("phases_per_forward") && j["phases_per_forward"].contains(test)) {
       OrderedJson pv = phases_vs_bound(j["phases_per_forward"][test], r.bound);
@@ -608,8 +613,8 @@ int run_bench_model(const BenchModelArgs& a) {
       }
       std::printf("| %5d | %10.3f | %8.2f | %11.1f | %5.1f | %6.1f%% |", r.b, r.flops.total * 1e-9,
                   r.bound.seconds * 1e3, bound_tok_s, r.tok_s, 100.0 * r.tok_s / bound_tok_s);
-      if (bs1_row != nullptr) {
-        std::printf(" %11.2f |", bound_tok_s * bs1_row->bound.seconds);
+      if (bs1_bound_s > 0) {
+        std::printf(" %11.2f |", bound_tok_s * bs1_bound_s);
       } else {
         std::printf(" %11s |", "-");
       }

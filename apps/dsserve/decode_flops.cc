@@ -13,11 +13,12 @@ StepFlops decode_step_flops(const ModelConfig& c, int32_t b, int32_t n_steps) {
   const bool v32 = c.index_topk > 0;
   const double HI = c.index_n_heads, D = c.index_head_dim;
   // Positions per token, means over the steps: attended (V3.2: at most index_topk), scored by
-  // the indexer (every cached position).
+  // the indexer (every cached position, once there are more than index_topk; until then the
+  // selection is dense and nothing is scored).
   double attended = 0, scored = 0;
   for (int32_t i = 0; i < n_steps; ++i) {
     attended += v32 ? std::min<int32_t>(i + 1, c.index_topk) : i + 1;
-    scored += i + 1;
+    if (v32 && i + 1 > c.index_topk) scored += i + 1;
   }
   attended /= n_steps;
   scored /= n_steps;

@@ -6,8 +6,9 @@
 //   per token and layer: q_a, q_b (or q), kv_a, o; W_UK (q_nope into the latent, H d_nope R)
 //     and W_UV (the attention output out of it, H R d_v); per attended position H (2 R + d_rope)
 //     (scores over the latent and rope keys, the output over the latent values); V3.2: the
-//     indexer's wq_b, wk and weights_proj, H_I D per scored position (every cached one), and at
-//     most index_topk positions attended;
+//     indexer's wq_b, wk and weights_proj, H_I D per scored position (every cached one once
+//     there are more than index_topk, none before: the selection is dense), and at most
+//     index_topk positions attended;
 //   per token and dense layer: gate, up, down; per token and MoE layer: the router, its
 //     num_experts_per_tok routed experts and the shared experts;
 //   lm_head per token.

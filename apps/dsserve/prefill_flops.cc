@@ -14,9 +14,10 @@ double prefill_flops(const ModelConfig& c, int64_t n) {
   const double HI = c.index_n_heads, D = c.index_head_dim;
   if (v32) attn_proj += Q * HI * D + d * D + d * HI;
   // (token, position) pairs: causal, V3.2 at most index_topk per token; indexer: all causal.
-  double pairs = 0, causal_pairs = 0;
+  double pairs = 0, scored_pairs = 0;
   for (int64_t t = 0; t < n; ++t) {
-    causal_pairs += static_cast<double>(t + 1);
+    // The indexer scores only where it selects: not while every position is kept (t < topk).
+    if (v32 && t + 1 > c.index_topk) scored_pairs += static_cast<double>(t + 1);
     pairs += static_cast<double>(v32 ? std::min<int64_t>(t + 1, c.index_topk) : t + 1);
   }
   double macs = 0;
@@ -24,7 +25,7 @@ double prefill_flops(const ModelConfig& c, int64_t n) {
     macs += tokens * attn_proj;
     macs += tokens * R * H * (c.d_nope + dv);  // kv_b over every position of the chunk
     macs += pairs * H * (qk + dv);
-    if (v32) macs += causal_pairs * HI * D;
+    if (v32) macs += scored_pairs * HI * D;
     if (c.is_moe_layer(i)) {
       const double F = c.d_ff_expert;
       macs += tokens * (d * c.n_experts + (c.n_experts_per_tok + c.n_shared_experts) * 3 * d * F);

@@ -6,7 +6,8 @@
 //   per cached position and layer: kv_b (the naive form expands each position once per chunk;
 //   one chunk here);
 //   per (token, attended position) pair and layer: scores and P V, 2 H (d_qk + d_v) FLOPs
-//   (V3.2: at most index_topk positions attended, every earlier position scored by the indexer);
+//   (V3.2: at most index_topk positions attended; a token past index_topk has every position up
+//   to its own scored by the indexer, one within it nothing: its selection is dense);
 //   lm_head for the last token only (what bench-model's ppN computes).
 #pragma once
 

@@ -101,8 +101,8 @@ def flops(n):
     macs = 0
     for i in range(cfg["num_hidden_layers"]):
         macs += n * proj + n * R * H * (nope + dv) + pairs * H * (qk + dv)
-        if topk:
-            macs += n * (n + 1) // 2 * HI * D
+        if topk:  # scored only past index_topk (within it the selection is dense)
+            macs += sum(t + 1 for t in range(n) if t + 1 > topk) * HI * D
         if i >= cfg["first_k_dense_replace"]:
             macs += n * (d * cfg["n_routed_experts"] + (cfg["num_experts_per_tok"] +
                      cfg["n_shared_experts"]) * 3 * d * cfg["moe_intermediate_size"])
@@ -146,7 +146,8 @@ PY
 
 # The bytes-and-FLOPs bound of each batch (apps/dsserve/decode_flops.h), recomputed here: FLOPs
 # per step counted from config.json (absorbed MLA: projections, W_UK, W_UV, H (2R + rope) per
-# attended position; the V3.2 indexer's projections and every cached position scored; dense FFN or
+# attended position; the V3.2 indexer's projections and, past index_topk, every cached position
+# scored (within it none: the selection is dense); dense FFN or
 # router + routed + shared experts; lm_head; 2 per multiply-add per token, the mean over the tg
 # steps from an empty cache, step i attending i + 1 positions (V3.2: at most index_topk)), bytes
 # per phase from the batch-1 parts with the step's routed experts, and per phase the slower of
@@ -162,7 +163,7 @@ def check_bound(o, cfg, expert, batches):
     L, dense = cfg["num_hidden_layers"], cfg["first_k_dense_replace"]
     T = o["decode_tokens"]
     att = sum(min(i + 1, topk) if topk else i + 1 for i in range(T)) / T
-    scored = sum(i + 1 for i in range(T)) / T
+    scored = sum(i + 1 for i in range(T) if topk and i + 1 > topk) / T
     macs = {"attention": 0, "indexer": 0, "dense_ffn": 0, "router": 0, "experts": 0}
     for i in range(L):
         macs["attention"] += ((d * Q + Q * H * (nope + rope) if Q else d * H * (nope + rope)) +
@@ -284,6 +285,14 @@ for preset in tiny tiny-v32; do
   check "bench-model batch rooflines on $preset" check_batch "$tmp/$preset.json" "$tmp/$preset"
 done
 
+# tiny-v32 (index_topk 16) decoding 20 tokens: the last 4 steps attend 16 of their 17-20 positions
+# and have the indexer score all of them, the first 16 attend all and score none (check_bound's
+# count; with 4 tokens above neither limit is reached).
+"$bin" bench-model --model "$tmp/tiny-v32" --threads 2 --prefill 16 --decode-batch 1,2 \
+  --decode-tokens 20 --repetitions 1 --bandwidth-mib 16 --json >"$tmp/v32-t20.json" 2>"$tmp/v32-t20.err"
+check "bench-model tiny-v32 --decode-tokens 20 exits 0" test $? -eq 0
+check "bench-model batch rooflines, tiny-v32 past index_topk" check_batch "$tmp/v32-t20.json" "$tmp/tiny-v32"
+
 # Batch 1 with 5 repetitions (6 samples: a repetition paired with one sample only, or a mean for
 # the median, would show); batch 1 listed twice (the second run is reported); no batch 1 (no
 # batch-1 keys at all).
@@ -326,7 +335,8 @@ check "batch roofline rows" grep -qE "^\|     2 \| +[0-9.]+ \| +[0-9.]+ \| +[0-9
 # sub-phases within their block's time and the blocks within the forward's; without the flag no
 # phases at all.
 check "no phases without --phase-times" /usr/bin/python3 -c "
-import json; assert 'phases_per_forward' not in json.load(open('$tmp/tiny.json'))"
+o = __import__('json').load(open('$tmp/tiny.json'))
+assert 'phases_per_forward' not in o and 'phases_vs_bound' not in o"
 for preset in tiny tiny-v32; do
   "$bin" bench-model --model "$tmp/$preset" "${small[@]}" --phase-times --json \
     >"$tmp/phases-$preset.json" 2>"$tmp/phases-$preset.err"

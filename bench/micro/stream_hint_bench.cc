@@ -1,5 +1,6 @@
 // Software prefetch hints against tile streams read side by side, one thread, cold and in cache:
-// the access patterns of the GEMV (kernels/cpu/matmul-inl.h GemvPrefetchBytes) without its
+// the access patterns of the GEMV (kernels/cpu/matmul-inl.h GemvPrefetchBytes, matmul_bf16-inl.h
+// Bf16GemvRun: 1-2 tokens run one tile, "1 stream") without its
 // decode. Per 64-byte line some FMAs stand in for the arithmetic (--fma per vector), so a case's
 // cold rate shows whether its reads overlap the arithmetic (cold near the lower of the in-cache
 // rate and a plain read) or add up with it. Cases:

@@ -329,8 +329,8 @@ void TestMatmulTiledBf16Dot() {
   Rng rng(4242);
   // 80 x 2101: odd columns over row ranges of several tiles, where BF16 converts x once per call
   // up to 15 tokens and per block at 16 (kBf16CallXsPairs).
-  // 250 x 64: the last row cut of ExpectSameForAnyBatchAndRowSplit, [45, 250), spans 7 tiles: a
-  // 2-token run of 4, then 3 (2 side by side, then 1).
+  // 250 x 64: the last row cut of ExpectSameForAnyBatchAndRowSplit, [45, 250), spans 7 tiles:
+  // 3-6 tokens' runs of 2 end in a run of 1 (1-2 and 7-16 tokens run one tile at a time).
   const int64_t shapes[][2] = {{1, 1},    {8, 16}, {37, 2100}, {300, 256}, {130, 1040}, {5, 47},
                                {64, 133}, {3, 2},  {70, 62},   {80, 2101}, {250, 64}};
   for (DType dt : {DType::kF8E4M3, DType::kBF16}) {

@@ -61,18 +61,19 @@ inline constexpr int64_t kTiledTokBlock = 48;    // tokens per GEMM block (a mul
 inline constexpr int64_t kPrefetchBytes = 2048;  // ~ DRAM latency x per-core read bandwidth
 inline constexpr int64_t kNoPrefetch = -1;       // a GEMV's prefetch_bytes: no software prefetch
 
-// The software prefetch distance (bytes ahead of the decoded column, StreamAhead) of a GEMV whose
-// runs are `run` tiles wide (GemvTiles / Bf16GemvRunOf of its first token group), for the whole
-// GEMV: kNoPrefetch for runs of 4 (1 token; the bf16-dot path's 1-2 tokens, a single group),
-// including a run's 2- and 1-tile tail blocks and matrices of fewer than 4 tiles; kPrefetchBytes
-// for runs of 1-2. With the hints, a cold 4-tile run's reads and arithmetic added up instead of
-// overlapping: the hardware prefetchers stream its 4 tile streams (4-32 KiB apart) faster alone
-// (bench/micro/stream_hint_bench, one thread, 4 FMAs per vector: cold 16.7 GB/s with hints 2 KiB
-// ahead, 19.2 without, against 24.3 for a plain read and 58.7 in cache). Measured on a Zen 4 VM
-// only, not yet on Zen 5 (where the earlier GEMV tuning was done); bench-model --ab-variants 2
-// figures in docs/bench.md (thirteenth session): batch 1 -13 to -21% per forward, batch 16 -4%.
-// Runs of 1-2 tiles keep the hints: without them the f32 path's 2-token experts at batch 16 ran
-// ~3% slower and the bf16-dot lm_head at 16 tokens (one tile per run) ~20%.
+// The software prefetch distance (bytes ahead of the decoded column, StreamAhead) of an f32-path
+// GEMV whose runs are `run` tiles wide (GemvTiles of its first token group), for the whole GEMV:
+// kNoPrefetch for runs of 4 (1 token), including a run's 2- and 1-tile tail blocks and matrices
+// of fewer than 4 tiles; kPrefetchBytes for runs of 1-2. (The bf16-dot path's rule is
+// Bf16GemvPrefetchBytes: its 1-2 tokens run one tile, also without hints.) With the hints, a cold
+// 4-tile run's reads and arithmetic added up instead of overlapping: the hardware prefetchers
+// stream its 4 tile streams (4-32 KiB apart) faster alone (bench/micro/stream_hint_bench, one
+// thread, 4 FMAs per vector: cold 16.7 GB/s with hints 2 KiB ahead, 19.2 without, against 24.3 for
+// a plain read and 58.7 in cache). Measured on a Zen 4 VM only, not yet on Zen 5 (where the earlier
+// GEMV tuning was done); bench-model --ab-variants 2 figures in docs/bench.md (thirteenth session):
+// batch 1 -13 to -21% per forward, batch 16 -4%. Runs of 1-2 tiles keep the hints: without them the
+// f32 path's 2-token experts at batch 16 ran ~3% slower and the bf16-dot lm_head at 16 tokens (one
+// tile per run) ~20%.
 constexpr int64_t GemvPrefetchBytes(int run) { return run >= 4 ? kNoPrefetch : kPrefetchBytes; }
 
 template <typename TW>

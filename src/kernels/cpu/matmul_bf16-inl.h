@@ -174,7 +174,7 @@ HWY_INLINE void DotPairColumn(VPairs w0, VPairs w1, const uint32_t* const* xp, i
 // pairs (tile t, token j at xp[t * kG + j], pair index relative to c0), block sums stored to /
 // added into accb + t * accb_stride (token j's 32 sums at + j * kTileRows, in Bf16Slot order, or
 // RowSlot for kPaired); prefetch_bytes: bytes ahead of the decoded column (StreamAhead), or
-// kNoPrefetch (no hints; GemvPrefetchBytes).
+// kNoPrefetch (no hints; Bf16GemvPrefetchBytes).
 template <int kG, int kNT, bool kFolded, bool kPaired, typename T>
 HWY_INLINE void Bf16GemvBlock(const T* HWY_RESTRICT wt, int64_t tile_stride, int64_t c0, int64_t nc,
                               const uint32_t* const* xp, bool first, int64_t prefetch_bytes,
@@ -206,8 +206,18 @@ HWY_INLINE void Bf16GemvBlock(const T* HWY_RESTRICT wt, int64_t tile_stride, int
   for (int t = 0; t < kNT; ++t) StoreOrAdd<kG>(df, acc[t], first, accb + t * accb_stride);
 }
 
-// Tiles the bf16-dot GEMV runs side by side for a group of g tokens: 4 for 1-2 tokens, 2 for 3-6,
-// so 3-6 tokens have 12-24 accumulator chains (2 vectors x g x tiles) where the f32 path's
+// Tiles the bf16-dot GEMV runs side by side for a group of g tokens: 1 for 1-2 tokens and 7-8, 2
+// for 3-6.
+// 1-2 tokens (since the fourteenth session; 4 tiles before): one contiguous tile stream per
+// thread, without software prefetch (Bf16GemvPrefetchBytes), with 2-4 accumulator chains. A
+// decode reads these weights from DRAM, where the hardware prefetchers stream one run faster than
+// 4 tile streams side by side (bench/micro/stream_hint_bench shows the pattern); in cache the
+// chains' latency bounds it instead. Measured on a Zen 4 VM (bench-model --ab-variants, 3 variants
+// and 2 + 2 runs with the order swapped, time per forward against 4 tiles without hints): batch 1
+// -6.2 to -8.2% (lm_head -4 to -10%, the experts -6 to -9%), batch 4 -1.0 to -4%, batch 16 -0.4
+// to -2.0%; one tile with 2 KiB hints was slower than without. Not measured on Zen 5, where the
+// 4-tile runs below were chosen (with hints then, in cache and cold).
+// 3-6 tokens have 12-24 accumulator chains (2 vectors x g x tiles) where the f32 path's
 // GemvTiles gives them one tile (6-12 chains: enough for FMA's 4 cycles, not for vdpbf16ps's ~6
 // at 2 per cycle on Zen 5). matmul_bench, 2 threads, 3 alternating rounds, in cache:
 // BM_Gemm_FP8_Expert_Bf16DotPairs/3 299-309 -> 394-397 GFLOP/s, /4 360-377 -> 428-439,
@@ -216,14 +226,14 @@ HWY_INLINE void Bf16GemvBlock(const T* HWY_RESTRICT wt, int64_t tile_stride, int
 // bounds it), and so were 3 tiles for 2 tokens (/2 ~320 -> ~285) and groups of 6 on 2 tiles for 8
 // and 16 tokens (BM_LmHead_BF16_Bf16DotPairs/16 642-672 -> 535-544); 4 tiles for 2 tokens (16
 // chains, one 128-row scale block where the run starts on a 4-tile boundary, as an expert's
-// 128-row units do; 2 tiles gave 8) are faster: BM_Gemm_FP8_Expert_Bf16DotPairs/2 301-311 ->
+// 128-row units do; 2 tiles gave 8) were faster there: BM_Gemm_FP8_Expert_Bf16DotPairs/2 301-311 ->
 // 313-318 GFLOP/s (3 alternating rounds), cold_stream_bench --tokens 2 (one thread, 2 alternating
 // runs) the expert gate cold 27.0 / 27.6 -> 29.1 / 29.5 GB/s and 10 expert matrices back to
 // back 26.9 / 25.6 -> 34.1 / 35.1, bench-model --ab-variants 2 (3 runs) the experts per forward at
 // batch 16 -2.0 / -4.0 / -1.2% and at batch 4 -1.6 / -3.1 / -3.6% (a batch-16 expert sees ~2.4
-// tokens). Each (row, token) chain does not depend on it.
-constexpr int Bf16GemvRun(int g) { return g >= 7 ? 1 : (g >= 3 ? 2 : 4); }
-inline constexpr int kMaxBf16GemvRun = Bf16GemvRun(1);
+// tokens; with hints, Zen 5). Each (row, token) chain does not depend on it.
+constexpr int Bf16GemvRun(int g) { return g >= 3 && g <= 6 ? 2 : 1; }
+inline constexpr int kMaxBf16GemvRun = 2;
 
 template <typename T, bool kFolded, bool kPaired>
 struct Bf16GemvFn {
@@ -276,21 +286,27 @@ inline constexpr int Bf16NextGroup(int64_t n) {
   return static_cast<int>(
       n <= kBf16GemvGroup ? n : (n <= 2 * kBf16GemvGroup ? (n + 1) / 2 : kBf16GemvGroup));
 }
-// Tiles per GEMV run (TiledRowsWith): those of the first (largest) token group; a later, smaller
-// group's blocks take the run's tiles in blocks no larger than its own (Bf16GemvRun does not
-// increase with g).
+// Tiles per GEMV run (TiledRowsWith): those of the first (largest) token group; a later group
+// takes the run's tiles in blocks of its own Bf16GemvRun, or fewer (ForTileBlocks: any run
+// width works for any group).
 inline constexpr int Bf16GemvRunOf(int64_t n_tok) { return Bf16GemvRun(Bf16NextGroup(n_tok)); }
-// The run's buffers (Bf16GemvTiles) hold kMaxBf16GemvRun tiles, and TiledRowsWith's runs take the
-// first group's count: every group size's run is 1..kMaxBf16GemvRun tiles and no larger than a
-// larger group's.
+// The run's buffers (Bf16GemvTiles) hold kMaxBf16GemvRun tiles: every group size's run fits.
 constexpr bool Bf16GemvRunsFit() {
   for (int g = 1; g <= kBf16GemvGroup; ++g) {
     if (Bf16GemvRun(g) < 1 || Bf16GemvRun(g) > kMaxBf16GemvRun) return false;
-    if (g > 1 && Bf16GemvRun(g) > Bf16GemvRun(g - 1)) return false;
   }
   return true;
 }
 static_assert(Bf16GemvRunsFit());
+
+// The software prefetch distance of a bf16-dot GEMV of n_tok tokens (Bf16GemvBlock's
+// prefetch_bytes; StreamAhead), from its first token group: kNoPrefetch for 1-2 tokens (one tile
+// per run, one stream: the hardware prefetchers alone; Bf16GemvRun), kPrefetchBytes for 3-6 (2
+// tiles) and 7-16 (one tile per run: without the hints lm_head at 16 tokens ran ~20% slower,
+// thirteenth session).
+constexpr int64_t Bf16GemvPrefetchBytes(int64_t n_tok) {
+  return Bf16NextGroup(n_tok) <= 2 ? kNoPrefetch : kPrefetchBytes;
+}
 
 // GEMV: rows [r_begin, r_end) of the nt (<= kMaxBf16GemvRun) tiles from ti for n_tok
 // (< kBf16GemmMinTokens<T>) tokens (FP8: their |x| ranges for the fold, as the f32 path).
@@ -317,7 +333,7 @@ HWY_INLINE void Bf16GemvTiles(const TiledView<T>& m, int64_t ti, int nt,
     const int64_t nc = std::min(kTiledCols, m.n_cols - c0);
     float f[kMaxBf16GemvRun] = {};
     for (int t = 0; t < nt; ++t) f[t] = m.x_factor(ti + t, c0);
-    int64_t prefetch_bytes = GemvPrefetchBytes(Bf16GemvRunOf(n_tok));
+    int64_t prefetch_bytes = Bf16GemvPrefetchBytes(n_tok);
     for (int64_t j0 = 0, g = 0; j0 < n_tok; j0 += g) {
       g = Bf16NextGroup(n_tok - j0);
       bool folded = false;

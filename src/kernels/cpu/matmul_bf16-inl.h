@@ -208,30 +208,32 @@ HWY_INLINE void Bf16GemvBlock(const T* HWY_RESTRICT wt, int64_t tile_stride, int
 
 // Tiles the bf16-dot GEMV runs side by side for a group of g tokens: 1 for 1-2 tokens and 7-8, 2
 // for 3-6.
-// 1-2 tokens (since the fourteenth session; 4 tiles before): one contiguous tile stream per
-// thread, without software prefetch (Bf16GemvPrefetchBytes), with 2-4 accumulator chains. A
-// decode reads these weights from DRAM, where the hardware prefetchers stream one run faster than
-// 4 tile streams side by side (bench/micro/stream_hint_bench shows the pattern); in cache the
-// chains' latency bounds it instead. Measured on a Zen 4 VM (bench-model --ab-variants, 3 variants
-// and 2 + 2 runs with the order swapped, time per forward against 4 tiles without hints): batch 1
-// -6.2 to -8.2% (lm_head -4 to -10%, the experts -6 to -9%), batch 4 -1.0 to -4%, batch 16 -0.4
-// to -2.0%; one tile with 2 KiB hints was slower than without. Not measured on Zen 5, where the
-// 4-tile runs below were chosen (with hints then, in cache and cold).
-// 3-6 tokens have 12-24 accumulator chains (2 vectors x g x tiles) where the f32 path's
-// GemvTiles gives them one tile (6-12 chains: enough for FMA's 4 cycles, not for vdpbf16ps's ~6
-// at 2 per cycle on Zen 5). matmul_bench, 2 threads, 3 alternating rounds, in cache:
+//
+// 1-2 tokens (since the fourteenth session; 4 tiles before): one contiguous tile stream per thread,
+// without software prefetch (Bf16GemvPrefetchBytes), with 2-4 accumulator chains. A decode reads
+// these weights from DRAM, where the hardware prefetchers stream one run faster than 4 tile streams
+// side by side (bench/micro/stream_hint_bench shows the pattern); in cache the chains' latency
+// bounds it instead. Measured on a Zen 4 VM (bench-model --ab-variants, 3 variants and 2 + 2 runs
+// with the order swapped, time per forward against 4 tiles without hints): batch 1 -3.2 to -8.2%
+// (lm_head -0.4 to -9.9%, the experts -6 to -12%), batch 4 -1.0 to -5.1%, batch 16 +0.2 to -2.4%; 2
+// tiles, and one tile with 2 KiB hints, were slower than one without. Not measured on Zen 5, where
+// the 4-tile runs below were chosen (with hints then, in cache and cold).
+//
+// 3-6 tokens have 12-24 accumulator chains (2 vectors x g x tiles) where the f32 path's GemvTiles
+// gives them one tile (6-12 chains: enough for FMA's 4 cycles, not for vdpbf16ps's ~6 at 2 per
+// cycle on Zen 5). matmul_bench, 2 threads, 3 alternating rounds, in cache:
 // BM_Gemm_FP8_Expert_Bf16DotPairs/3 299-309 -> 394-397 GFLOP/s, /4 360-377 -> 428-439,
 // BM_Gemm_BF16_1024_Bf16DotPairs/6 594-599 -> 622-627, /12 (6 + 6) 584-605 -> 599-631. More tiles
 // for 1 token (6: 12 chains) were slower (/1 ~215 -> ~200: its decode, not the chains' latency,
 // bounds it), and so were 3 tiles for 2 tokens (/2 ~320 -> ~285) and groups of 6 on 2 tiles for 8
 // and 16 tokens (BM_LmHead_BF16_Bf16DotPairs/16 642-672 -> 535-544); 4 tiles for 2 tokens (16
-// chains, one 128-row scale block where the run starts on a 4-tile boundary, as an expert's
-// 128-row units do; 2 tiles gave 8) were faster there: BM_Gemm_FP8_Expert_Bf16DotPairs/2 301-311 ->
-// 313-318 GFLOP/s (3 alternating rounds), cold_stream_bench --tokens 2 (one thread, 2 alternating
-// runs) the expert gate cold 27.0 / 27.6 -> 29.1 / 29.5 GB/s and 10 expert matrices back to
-// back 26.9 / 25.6 -> 34.1 / 35.1, bench-model --ab-variants 2 (3 runs) the experts per forward at
-// batch 16 -2.0 / -4.0 / -1.2% and at batch 4 -1.6 / -3.1 / -3.6% (a batch-16 expert sees ~2.4
-// tokens; with hints, Zen 5). Each (row, token) chain does not depend on it.
+// chains, one 128-row scale block where the run starts on a 4-tile boundary, as an expert's 128-row
+// units do; 2 tiles gave 8) were faster there: BM_Gemm_FP8_Expert_Bf16DotPairs/2 301-311 -> 313-318
+// GFLOP/s (3 alternating rounds), cold_stream_bench --tokens 2 (one thread, 2 alternating runs) the
+// expert gate cold 27.0 / 27.6 -> 29.1 / 29.5 GB/s and 10 expert matrices back to back 26.9 / 25.6
+// -> 34.1 / 35.1, bench-model --ab-variants 2 (3 runs) the experts per forward at batch 16 -2.0 /
+// -4.0 / -1.2% and at batch 4 -1.6 / -3.1 / -3.6% (a batch-16 expert sees ~2.4 tokens; with hints,
+// Zen 5). Each (row, token) chain does not depend on it.
 constexpr int Bf16GemvRun(int g) { return g >= 3 && g <= 6 ? 2 : 1; }
 inline constexpr int kMaxBf16GemvRun = 2;
 

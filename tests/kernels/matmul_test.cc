@@ -330,7 +330,8 @@ void TestMatmulTiledBf16Dot() {
   // 80 x 2101: odd columns over row ranges of several tiles, where BF16 converts x once per call
   // up to 15 tokens and per block at 16 (kBf16CallXsPairs).
   // 250 x 64: the last row cut of ExpectSameForAnyBatchAndRowSplit, [45, 250), spans 7 tiles:
-  // 3-6 tokens' runs of 2 end in a run of 1 (1-2 and 7-16 tokens run one tile at a time).
+  // runs of 2 (first token group of 3-6: 3-6 and 9-12 tokens) end in a run of 1 (first group of
+  // 1-2 or 7-8 tokens: one tile at a time).
   const int64_t shapes[][2] = {{1, 1},    {8, 16}, {37, 2100}, {300, 256}, {130, 1040}, {5, 47},
                                {64, 133}, {3, 2},  {70, 62},   {80, 2101}, {250, 64}};
   for (DType dt : {DType::kF8E4M3, DType::kBF16}) {
@@ -384,9 +385,9 @@ void TestMatmulTiledBf16Dot() {
       }
       EXPECT_GT(worst, 0.0) << "bf16 rounding should show";
       // The GEMV up to 4 tokens (FP8) / 16 (BF16) in groups of up to 8 (BF16 16: 8 + 8, 9: 5 + 4,
-      // 12: 6 + 6), 1-2-token groups on four tiles side by side (a 2-token run's last 2-3 tiles
-      // two side by side), 3-6-token groups on two (BF16 6, 10: 5 + 5, 11: 6 + 5; 13: 7 + 6 runs
-      // one tile, its second group too), the GEMM from 5 / 17.
+      // 12: 6 + 6), 1-2-token groups one tile at a time, 3-6-token groups on two side by side
+      // (BF16 6, 10: 5 + 5, 11: 6 + 5; 13: 7 + 6 runs one tile, its second group too), the GEMM
+      // from 5 / 17.
       ExpectSameForAnyBatchAndRowSplit(t, x, n_tok, all,
                                        {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 16, 17}, true);
       ASSERT_EQ(can_tile(w.m, WeightLayout::kTiledPairs), cols % 2 == 0);

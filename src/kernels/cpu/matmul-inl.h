@@ -47,7 +47,8 @@ namespace hn = hwy::HWY_NAMESPACE;
 //     tile stream is prefetched kPrefetchBytes ahead (by group p's pass: p blocks further; past
 //     the tile's end, into the tile the stream decodes next: StreamAhead) except in a GEMV whose
 //     runs are 4 tiles wide (GemvPrefetchBytes); up to 4 tiles run side by side for enough FMA
-//     chains (GemvTiles). FP8 folds the decode's 2^112 into xs where that is exact
+//     chains (GemvTiles). (The bf16-dot path, matmul_bf16-inl.h: Bf16GemvRun,
+//     Bf16GemvPrefetchBytes.) FP8 folds the decode's 2^112 into xs where that is exact
 //     (Fp8FoldsExactly; same products).
 // Lanes need not hold consecutive rows: FP8 decodes whole columns in TileSlot order and the
 // tile's sums are put back in row order when stored (StoreTileRows).
@@ -357,7 +358,10 @@ HWY_INLINE void WithGroup(int g, Args&&... args) {
 // The bf16-dot path's 1-token runs took the 2-tile step in 21d3cee (W_UV's 2 tiles per head had run
 // one by one): cold_stream_bench, W_UV's 8 heads on one thread, 2 alternating runs, in cache
 // 44.2 / 44.2 -> 58.9 / 60.0 GB/s, cold 13.3 / 11.8 -> 15.7 / 16.3; bench-model --ab-variants 2,
-// batch 1, 7 runs: mla.attn -5.5 / +2.9 / -10.7 / -4.3 / -8.7 / -9.2 / -6.4%.
+// batch 1, 7 runs: mla.attn -5.5 / +2.9 / -10.7 / -4.3 / -8.7 / -9.2 / -6.4%. Since the
+// fourteenth session its 1-2-token runs are one tile (Bf16GemvRun), W_UV's 2 tiles one by one
+// again: batch 1's whole MLA phase per forward measured +2.1 to -10.7% against the 4-tile runs
+// (8 runs), W_UK^T cold 5.2-5.7 -> 8.1-8.4 GB/s (cold_stream_bench).
 template <int kNT, class Block>
 HWY_INLINE void ForTileBlocks(int nt, const Block& block) {
   int t = 0;

@@ -240,7 +240,7 @@ inline constexpr int kMaxBf16GemvRun = 2;
 template <typename T, bool kFolded, bool kPaired>
 struct Bf16GemvFn {
   template <int kG>
-  struct F {  // nt tiles: Bf16GemvRun(kG) at a time, then 2, then one by one (ForTileBlocks)
+  struct F {  // nt tiles: Bf16GemvRun(kG) (1 or 2) at a time, then one by one (ForTileBlocks)
     // A function of its own per group size: all of them inlined into Bf16TiledRows, GCC kept the
     // accumulators of 2 x 3 tokens and the 8-token loop's bounds on the stack (matmul_bench, 2
     // threads, 3 alternating rounds: BM_Gemm_FP8_Expert_Bf16DotPairs/3 ~225 against ~400
@@ -302,10 +302,11 @@ constexpr bool Bf16GemvRunsFit() {
 static_assert(Bf16GemvRunsFit());
 
 // The software prefetch distance of a bf16-dot GEMV of n_tok tokens (Bf16GemvBlock's
-// prefetch_bytes; StreamAhead), from its first token group: kNoPrefetch for 1-2 tokens (one tile
-// per run, one stream: the hardware prefetchers alone; Bf16GemvRun), kPrefetchBytes for 3-6 (2
-// tiles) and 7-16 (one tile per run: without the hints lm_head at 16 tokens ran ~20% slower,
-// thirteenth session).
+// prefetch_bytes; StreamAhead), from its first token group (Bf16NextGroup): kNoPrefetch for 1-2
+// tokens (one tile per run, one stream: the hardware prefetchers alone; Bf16GemvRun),
+// kPrefetchBytes for groups of 3-6 (3-6 and 9-12 tokens, 2 tiles per run) and 7-8 (7-8 and 13-16
+// tokens, one tile per run: without the hints lm_head at 16 tokens ran ~20% slower, thirteenth
+// session).
 constexpr int64_t Bf16GemvPrefetchBytes(int64_t n_tok) {
   return Bf16NextGroup(n_tok) <= 2 ? kNoPrefetch : kPrefetchBytes;
 }

@@ -23,7 +23,9 @@ inline constexpr int64_t kMatmulBlockGrainTokens = 5;
 // Fewer than kMatmulBlockGrainTokens tokens (the GEMV paths: FP8 on AVX-512 takes the GEMM from 5
 // tokens, AVX2 from 3, bf16-dot BF16 from 17) on matrices of fewer than kMatmulGuidedTiles tiles
 // per thread: n_threads or 2 n_threads parts of equal tile counts (2 where each part keeps
-// kMatmulMinPartTiles tiles, the GEMV's tiles side by side), claimed as any parallel_for chunk.
+// kMatmulMinPartTiles tiles, the f32 GEMV's 4 tiles side by side at 1 token; the bf16-dot GEMV
+// runs 1-2 tokens one tile at a time since the fourteenth session, not re-measured here), claimed
+// as any parallel_for chunk.
 inline constexpr int64_t kMatmulGuidedTiles = 64;
 inline constexpr int64_t kMatmulMinPartTiles = 4;
 inline constexpr int64_t kMatmulBlockGrainChunks = 4;

@@ -27,8 +27,9 @@ inline constexpr int32_t kMlaAbsorbChunk = 16;
 
 // The MoE block's row grain (Model::moe's run_two_stage units): one FP8 scale block, 128 rows
 // (4 weight tiles): a tile is computed by one thread, the GEMM paths compute a block's bf16
-// activations once per call, and the 1-2-token GEMV runs 4 tiles side by side (a cut at tile grain
-// left calls of 1-2 tiles, latency bound).
+// activations once per call, and the f32 1-token GEMV runs 4 tiles side by side (a cut at tile
+// grain left calls of 1-2 tiles, latency bound, when the bf16-dot GEMV ran 4 too; since the
+// fourteenth session it runs 1-2 tokens one tile at a time, and this grain was not re-measured).
 inline constexpr int64_t kMoeRowGrain = kFp8BlockSize;
 // Floats of one thread's routing scratch (route_token: n_experts + n_groups), rounded up to a
 // 64-byte line so threads routing at once do not share one (Workspace::route_scratch).

@@ -2,14 +2,15 @@
 
 #include <algorithm>
 
+#include "apps/dsserve/prefill_flops.h"
 #include "base/check.h"
 
 namespace dss::app {
 
 StepFlops decode_step_flops(const ModelConfig& c, int32_t b, int32_t n_steps) {
   DSS_CHECK(b >= 1 && n_steps >= 1, "decode_step_flops(b ", b, ", n_steps ", n_steps, ")");
-  const double d = c.d_model, H = c.n_heads, qk = c.d_qk(), dv = c.d_v;
-  const double R = c.kv_lora_rank, Q = c.q_lora_rank;
+  const double d = c.d_model, H = c.n_heads, dv = c.d_v;
+  const double R = c.kv_lora_rank;
   const bool v32 = c.index_topk > 0;
   const double HI = c.index_n_heads, D = c.index_head_dim;
   // Positions per token, means over the steps: attended (V3.2: at most index_topk), scored by
@@ -23,9 +24,9 @@ StepFlops decode_step_flops(const ModelConfig& c, int32_t b, int32_t n_steps) {
   attended /= n_steps;
   scored /= n_steps;
   // Multiply-adds per token and layer.
-  const double attn = (Q > 0 ? d * Q + Q * H * qk : d * H * qk) + d * (R + c.d_rope) + H * dv * d +
-                      H * c.d_nope * R + H * R * dv + attended * H * (2 * R + c.d_rope);
-  const double indexer = v32 ? Q * HI * D + d * D + d * HI + scored * HI * D : 0;
+  const double attn = attention_projection_macs(c) + H * c.d_nope * R + H * R * dv +
+                      attended * H * (2 * R + c.d_rope);
+  const double indexer = indexer_projection_macs(c) + scored * HI * D;
   double macs_attn = 0, macs_indexer = 0, dense = 0, router = 0, shared = 0, routed = 0;
   for (int32_t i = 0; i < c.n_layers; ++i) {
     macs_attn += attn;

@@ -4,15 +4,26 @@
 
 namespace dss::app {
 
+double attention_projection_macs(const ModelConfig& c) {
+  const double d = c.d_model, H = c.n_heads, qk = c.d_qk(), Q = c.q_lora_rank;
+  return (Q > 0 ? d * Q + Q * H * qk : d * H * qk) + d * (c.kv_lora_rank + c.d_rope) +
+         H * c.d_v * d;
+}
+
+double indexer_projection_macs(const ModelConfig& c) {
+  if (c.index_topk <= 0) return 0;
+  const double d = c.d_model, HI = c.index_n_heads, D = c.index_head_dim;
+  return c.q_lora_rank * HI * D + d * D + d * HI;
+}
+
 double prefill_flops(const ModelConfig& c, int64_t n) {
   const double d = c.d_model, H = c.n_heads, qk = c.d_qk(), dv = c.d_v;
-  const double R = c.kv_lora_rank, Q = c.q_lora_rank;
+  const double R = c.kv_lora_rank;
   const double tokens = static_cast<double>(n);
   // Multiply-adds per token and layer, attention projections (+ the V3.2 indexer's).
-  double attn_proj = (Q > 0 ? d * Q + Q * H * qk : d * H * qk) + d * (R + c.d_rope) + H * dv * d;
+  const double attn_proj = attention_projection_macs(c) + indexer_projection_macs(c);
   const bool v32 = c.index_topk > 0;
   const double HI = c.index_n_heads, D = c.index_head_dim;
-  if (v32) attn_proj += Q * HI * D + d * D + d * HI;
   // (token, position) pairs: causal, V3.2 at most index_topk per token; indexer: all causal.
   double pairs = 0, scored_pairs = 0;
   for (int64_t t = 0; t < n; ++t) {

@@ -20,4 +20,10 @@ namespace dss::app {
 // FLOPs of one forward of n tokens on an empty cache (positions 0 .. n - 1).
 double prefill_flops(const ModelConfig& c, int64_t n);
 
+// Multiply-adds per token and layer of the attention projections (q_a and q_b, or q; kv_a; o)
+// and of the V3.2 indexer's (wq_b, wk, weights_proj; 0 without an indexer), both MLA forms'
+// (decode_flops.h counts the same).
+double attention_projection_macs(const ModelConfig& c);
+double indexer_projection_macs(const ModelConfig& c);
+
 }  // namespace dss::app

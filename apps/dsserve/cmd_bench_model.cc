@@ -300,6 +300,11 @@ Status validate(const BenchModelArgs& a) {
   return Status::ok();
 }
 
+// A tg test's key in phases_per_forward and phases_vs_bound: tg<T>_bs<B>.
+std::string tg_phase_key(const BenchModelArgs& a, int32_t b) {
+  return str_cat("tg", a.decode_tokens, "_bs", b);
+}
+
 // --phase-times: a tg test's measured phases per forward (phases_per_forward) beside the bound of
 // the same step's phases (decode_step_bound): mla holds the attention and the V3.2 indexer,
 // moe.route the router, moe.experts the experts, the forward the whole step (whose bound also
@@ -442,7 +447,7 @@ int run_bench_model(const BenchModelArgs& a) {
       pct_bs1 = paired_roofline_pct(tok_s, bw_bs1, bytes.total);
       pct_bs1_median = bench::percentile(pct_bs1, 50);
     }
-    report_phases(j, str_cat("tg", a.decode_tokens, "_bs", b));
+    report_phases(j, tg_phase_key(a, b));
     rows.emplace_back(str_cat("tg", a.decode_tokens, " bs", b), s);
     j[str_cat("decode_bs", b, "_tok_s")] = s.mean;
     j[str_cat("decode_bs", b, "_tok_s_stddev")] = s.stddev;
@@ -523,7 +528,7 @@ int run_bench_model(const BenchModelArgs& a) {
     }
     if (bs1_bound_s > 0 && r.b != 1)
       j[str_cat("bound_bs", r.b, "_speedup")] = bound_tok_s * bs1_bound_s;
-    const std::string test = str_cat("tg", a.decode_tokens, "_bs", r.b);
+    const std::string test = tg_phase_key(a, r.b);
     if (j.contains("phases_per_forward") && j["phases_per_forward"].contains(test)) {
       OrderedJson pv = phases_vs_bound(j["phases_per_forward"][test], r.bound);
       if (!pv.empty()) j["phases_vs_bound"][test] = std::move(pv);
@@ -626,7 +631,7 @@ int run_bench_model(const BenchModelArgs& a) {
           "the V3.2 indexer):\n| batch | phase       |       ms | bound ms | bound / ms |\n"
           "|------:|:------------|---------:|---------:|-----------:|\n");
       for (const BatchRow& r : batch_rows) {
-        const std::string test = str_cat("tg", a.decode_tokens, "_bs", r.b);
+        const std::string test = tg_phase_key(a, r.b);
         if (!j["phases_vs_bound"].contains(test)) continue;
         for (const auto& [name, v] : j["phases_vs_bound"][test].items()) {
           const double ms = v["ms"].get<double>(), bound_ms = v["bound_ms"].get<double>();

@@ -108,9 +108,9 @@ void run_render(const RenderArgs& a) {
     }
     format = detect_chat_format(tok->chat_template(), cfg ? &*cfg : nullptr);
   }
-  OrderedJson j = OrderedJson::parse(read_stdin(), nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) return fail("render-chat", "stdin: invalid JSON");
-  Result<ChatRequest> req = parse_chat_request(j);
+  Result<OrderedJson> j = parse_json_bounded(read_stdin(), "stdin");
+  if (!j) return fail("render-chat", j.message());
+  Result<ChatRequest> req = parse_chat_request(*j);
   if (!req) return fail("render-chat", req.message());
   Result<std::string> prompt = render_chat(format, *req, {.inject_tool_prompt = !a.no_tool_prompt});
   if (!prompt) return fail("render-chat", prompt.message());

@@ -61,8 +61,12 @@ std::string response_format_block(const OrderedJson& rf) {
 
 Result<std::string> invoke_text(const ChatToolCall& c) {
   const std::string d = tok::kDsml;
-  OrderedJson args = OrderedJson::parse(c.arguments, nullptr, /*allow_exceptions=*/false);
-  if (args.is_discarded() || !args.is_object()) {
+  Result<OrderedJson> parsed =
+      parse_json_bounded(c.arguments, "tool call '" + c.name + "': arguments");
+  if (!parsed && parsed.message().find(": nested deeper") != std::string::npos)
+    return parsed.status();
+  const OrderedJson args = parsed ? std::move(parsed).value() : OrderedJson();
+  if (!args.is_object()) {
     return Status::error("tool call '", c.name, "': arguments must be a JSON object for V3.2");
   }
   std::string s = "<" + d + "invoke name=\"" + c.name + "\">\n";

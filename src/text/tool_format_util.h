@@ -27,9 +27,10 @@ inline bool valid_tool_name(std::string_view s) {
 }
 
 // True if `s` is one complete JSON object (OpenAI `function.arguments` must be one).
+// Deeper than kMaxJsonDepth counts as not an object (nothing downstream could walk it).
 inline bool is_json_object(std::string_view s) {
-  Json j = Json::parse(s, nullptr, /*allow_exceptions=*/false);
-  return !j.is_discarded() && j.is_object();
+  Result<OrderedJson> j = parse_json_bounded(s, "arguments");
+  return j && j->is_object();
 }
 
 }  // namespace dss

@@ -1,0 +1,98 @@
+// parse_json_bounded and IndexedOrderedMap (io/json.h): the depth limit holds at any depth with
+// the offending path named, wide objects parse in linear time, and OrderedJson keeps
+// ordered_json's semantics (insertion order, first position / last value for duplicate keys).
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <string>
+
+#include "base/str_cat.h"
+#include "io/json.h"
+
+namespace dss {
+namespace {
+
+std::string nested_arrays(int depth) {
+  return std::string(static_cast<size_t>(depth), '[') +
+         std::string(static_cast<size_t>(depth), ']');
+}
+
+TEST(JsonBoundedTest, DepthAtTheLimitParses) {
+  Result<OrderedJson> j = parse_json_bounded(nested_arrays(kMaxJsonDepth), "");
+  ASSERT_TRUE(j) << j.message();
+  EXPECT_TRUE(j->is_array());
+}
+
+TEST(JsonBoundedTest, DepthOverTheLimitNamesThePath) {
+  const std::string body = R"({"model": "m", "tools": [{"type": "function", "function": )"
+                           R"({"name": "f", "parameters": )" +
+                           nested_arrays(11000) + "}}]}";
+  Result<OrderedJson> j = parse_json_bounded(body, "");
+  ASSERT_FALSE(j);
+  EXPECT_EQ(j.message().rfind("tools[0].function.parameters[0][0]", 0), 0u) << j.message();
+  EXPECT_NE(j.message().find("nested deeper than 128 levels"), std::string::npos) << j.message();
+}
+
+TEST(JsonBoundedTest, DocumentPrefixAndSyntaxErrors) {
+  Result<OrderedJson> deep = parse_json_bounded(R"({"a": )" + nested_arrays(200) + "}", "args");
+  ASSERT_FALSE(deep);
+  EXPECT_EQ(deep.message().rfind("args.a[0]", 0), 0u) << deep.message();
+  Result<OrderedJson> bad = parse_json_bounded(R"({"a": tru})", "");
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.message().rfind("body: not valid JSON", 0), 0u) << bad.message();
+  EXPECT_FALSE(parse_json_bounded("", ""));
+  EXPECT_FALSE(parse_json_bounded(R"({"a": 1} x)", ""));
+}
+
+TEST(JsonBoundedTest, WideObjectParsesInLinearTime) {
+  // 125k distinct keys (about 1.7 MB): with a linear key search this took tens of seconds.
+  std::string body = R"({"ignored": {)";
+  for (int i = 0; i < 125000; ++i) {
+    if (i > 0) body += ',';
+    body += str_cat("\"k", i, "\":", i);
+  }
+  body += R"(}, "model": "m"})";
+  const auto t0 = std::chrono::steady_clock::now();
+  Result<OrderedJson> j = parse_json_bounded(body, "");
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  ASSERT_TRUE(j) << j.message();
+  EXPECT_EQ((*j)["ignored"].size(), 125000u);
+  EXPECT_EQ((*j)["ignored"]["k124999"].get<int>(), 124999);
+  EXPECT_EQ((*j)["model"], "m");
+  EXPECT_LT(s, 2.0) << "parse took " << s << " s";
+}
+
+TEST(JsonBoundedTest, OrderedSemanticsKept) {
+  std::string body = "{";
+  for (int i = 40; i > 0; --i) body += str_cat("\"k", i, "\":", i, ",");
+  body += R"("k7": "last"})";  // duplicate key: first position, last value
+  Result<OrderedJson> j = parse_json_bounded(body, "");
+  ASSERT_TRUE(j);
+  ASSERT_EQ(j->size(), 40u);
+  EXPECT_EQ(j->begin().key(), "k40");
+  EXPECT_EQ((*j)["k7"], "last");
+  int pos = 0;
+  for (auto it = j->begin(); it != j->end(); ++it, ++pos)
+    if (it.key() == "k7") break;
+  EXPECT_EQ(pos, 33);
+
+  OrderedJson copy = *j;
+  EXPECT_EQ(copy, *j);
+  copy.erase("k40");
+  copy.erase(copy.find("k1"));
+  EXPECT_EQ(copy.size(), 38u);
+  EXPECT_FALSE(copy.contains("k40"));
+  EXPECT_FALSE(copy.contains("k1"));
+  for (int i = 2; i < 40; ++i) EXPECT_EQ(copy[str_cat("k", i)].is_number(), i != 7) << i;
+  copy["new"] = 1;
+  EXPECT_EQ(copy.size(), 39u);
+  EXPECT_EQ((--copy.end()).key(), "new");
+  EXPECT_EQ(j->size(), 40u);
+  // Small objects (under the index threshold) behave the same.
+  OrderedJson small = {{"b", 1}, {"a", 2}};
+  small["b"] = 3;
+  EXPECT_EQ(small.dump(), R"({"b":3,"a":2})");
+}
+
+}  // namespace
+}  // namespace dss

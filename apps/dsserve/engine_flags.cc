@@ -44,6 +44,16 @@ void add_engine_flags(CLI::App* cmd, EngineOptions& o, bool model_required) {
                   "Dynamic batch cap: while P99 time to first token is over this, let the cap "
                   "rise up to the TPOT target (0: off)")
       ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--request-timeout", o.request_timeout_s,
+                  "Seconds from arrival after which a request ends with an error (HTTP 504) and "
+                  "its KV pages are released (0: off)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  cmd->add_option("--max-queue-time", o.max_queue_time_s,
+                  "Seconds a request may wait for a batch slot before it ends with an error "
+                  "(HTTP 503) (0: off)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
   add_weight_flags(cmd, o.weight_dtype, o.weight_layout, o.lm_head_dtype, o.matmul_dtype);
   cmd->add_option("--act-quant", o.act_quant,
                   "none | fp8: W8A8, activations into FP8 matmuls quantised per token per 128")

@@ -17,6 +17,15 @@ struct GenerateRequest {
   SamplingParams params;
 };
 
+// Why the engine failed a request (the server maps each to an HTTP status).
+enum class RequestError : uint8_t {
+  kNone,
+  kRejected,         // not admissible (e.g. it can never fit in the KV pool): the client's input
+  kNonFiniteLogits,  // the model produced NaN/Inf logits for it (bad weights or overflow)
+  kTimeout,          // it ran past --request-timeout
+  kQueueTimeout,     // it waited past --max-queue-time before being scheduled
+};
+
 struct TopLogprob {
   TokenId token = 0;
   float logprob = 0.0f;
@@ -28,10 +37,11 @@ struct TokenEvent {
   RequestId id = 0;
   bool has_token = false;
   TokenId token = 0;
-  float logprob = 0.0f;                       // when params.logprobs >= 0
-  std::vector<TopLogprob> top_logprobs;       // when params.logprobs >= 1
-  FinishReason finish = FinishReason::kNone;  // != kNone: this is the request's last event
-  std::string error;                          // non-empty: the request failed (last event)
+  float logprob = 0.0f;                           // when params.logprobs >= 0
+  std::vector<TopLogprob> top_logprobs;           // when params.logprobs >= 1
+  FinishReason finish = FinishReason::kNone;      // != kNone: this is the request's last event
+  std::string error;                              // non-empty: the request failed (last event)
+  RequestError error_kind = RequestError::kNone;  // what kind of failure `error` describes
   // Usage, filled on the last event.
   int32_t n_prompt = 0;
   int32_t n_cached_prompt = 0;  // prompt tokens served from the prefix cache

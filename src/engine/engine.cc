@@ -4,11 +4,14 @@
 #include <cmath>
 #include <fstream>
 #include <future>
+#include <optional>
+#include <span>
 #include <string>
 
 #include "base/check.h"
 #include "base/clock.h"
 #include "base/log.h"
+#include "base/str_cat.h"
 #include "kv/block_pool.h"
 #include "kv/kv_cache.h"
 #include "kv/radix_cache.h"
@@ -24,6 +27,21 @@
 namespace dss {
 
 namespace {
+
+// The model's logits for one row are all finite (no NaN, no +-Inf). A row that is not cannot be
+// sampled meaningfully: its request fails alone and the batch goes on.
+bool all_finite(std::span<const float> row) {
+  bool ok = true;
+  for (const float v : row) ok &= std::isfinite(v);
+  return ok;
+}
+
+std::string deadline_message(RequestError kind, double limit_s) {
+  return kind == RequestError::kTimeout
+             ? str_cat("request timed out after ", limit_s, " s (--request-timeout)")
+             : str_cat("request waited in the queue longer than ", limit_s,
+                       " s (--max-queue-time); the server is overloaded, retry later");
+}
 
 int64_t mem_available_bytes() {
   std::ifstream f("/proc/meminfo");
@@ -82,7 +100,9 @@ struct Engine::Impl {
   void loop();
   void drain(std::deque<Pending>& in, std::vector<RequestId>& cancel_ids);
   void step();
-  void emit_final(RequestId id, FinishReason reason, const SeqStats& st);
+  void expire_deadlines();
+  void emit_final(RequestId id, FinishReason reason, const SeqStats& st,
+                  RequestError error_kind = RequestError::kNone, std::string error = {});
   void abort_all();
   void publish_stats(double step_s);
 };
@@ -186,7 +206,8 @@ Result<RequestId> Engine::submit(GenerateRequest req, EventSink sink) {
   DSS_RETURN_IF_ERROR(validate_sampling_params(req.params, c.n_vocab));
   const auto n = static_cast<int64_t>(req.prompt.size());
   if (n + req.params.max_tokens > impl_->context_length) {
-    return Status::error("this model's maximum context length is ", impl_->context_length,
+    return Status::error(n >= impl_->context_length ? "prompt" : "max_tokens",
+                         ": this model's maximum context length is ", impl_->context_length,
                          " tokens; the request has ", n, " prompt tokens and asks for ",
                          req.params.max_tokens, " new tokens (reduce the prompt or max_tokens)");
   }
@@ -263,6 +284,7 @@ void Engine::Impl::loop() {
       abort_all();
       return;
     }
+    expire_deadlines();
     if (!sched->idle()) step();
   }
 }
@@ -281,6 +303,7 @@ void Engine::Impl::drain(std::deque<Pending>& in, std::vector<RequestId>& cancel
       TokenEvent e;
       e.id = p.id;
       e.error = s.message();
+      e.error_kind = RequestError::kRejected;
       e.n_prompt = n_prompt;
       e.t_arrival = p.t_arrival;
       e.t_event = now_seconds();
@@ -295,12 +318,42 @@ void Engine::Impl::drain(std::deque<Pending>& in, std::vector<RequestId>& cancel
   }
 }
 
-void Engine::Impl::emit_final(RequestId id, FinishReason reason, const SeqStats& st) {
+// Ends requests past --request-timeout or --max-queue-time (between steps): their pages are
+// released and each gets a final event with the error.
+void Engine::Impl::expire_deadlines() {
+  if (opts.request_timeout_s <= 0.0 && opts.max_queue_time_s <= 0.0) return;
+  const double now = now_seconds();
+  std::vector<std::pair<RequestId, RequestError>> expired;
+  for (const auto& [id, l] : live) {
+    const double age = now - l.t_arrival;
+    if (opts.max_queue_time_s > 0.0 && l.t_scheduled == 0.0 && age > opts.max_queue_time_s) {
+      expired.emplace_back(id, RequestError::kQueueTimeout);  // the more specific of the two
+    } else if (opts.request_timeout_s > 0.0 && age > opts.request_timeout_s) {
+      expired.emplace_back(id, RequestError::kTimeout);
+    }
+  }
+  if (expired.empty()) return;
+  std::sort(expired.begin(), expired.end());
+  for (const auto& [id, kind] : expired) {
+    const std::optional<SeqStats> st = sched->stats(id);
+    sched->abort(id);
+    const double limit =
+        kind == RequestError::kTimeout ? opts.request_timeout_s : opts.max_queue_time_s;
+    emit_final(id, FinishReason::kError, st.value_or(SeqStats{}), kind,
+               deadline_message(kind, limit));
+  }
+  publish_stats(0.0);
+}
+
+void Engine::Impl::emit_final(RequestId id, FinishReason reason, const SeqStats& st,
+                              RequestError error_kind, std::string error) {
   auto it = live.find(id);
   if (it == live.end()) return;
   TokenEvent e;
   e.id = id;
   e.finish = reason;
+  e.error = std::move(error);
+  e.error_kind = error_kind;
   e.n_prompt = it->second.n_prompt;
   e.n_cached_prompt = st.n_cached_prompt;
   e.n_generated = st.n_generated;
@@ -347,10 +400,14 @@ void Engine::Impl::step() {
     } else {
       first_token_arrivals.push_back(l.t_arrival);
     }
-    const SampleResult r =
-        sampler->sample(std::span<const float>(logits.data() + static_cast<size_t>(row) * V, V),
-                        l.params, eos, *l.sampler);
+    const std::span<const float> row_logits(logits.data() + static_cast<size_t>(row) * V,
+                                            static_cast<size_t>(V));
     ++row;
+    if (!all_finite(row_logits)) {
+      results.push_back(StepResult{0, FinishReason::kError});
+      continue;
+    }
+    const SampleResult r = sampler->sample(row_logits, l.params, eos, *l.sampler);
     FinishReason fin = finish_after_token(l.params, eos, r.token, l.sampler->n_generated());
     if (fin == FinishReason::kNone && l.n_prompt + l.sampler->n_generated() >= context_length)
       fin = FinishReason::kLength;
@@ -388,6 +445,12 @@ void Engine::Impl::step() {
       stats.requests_finished++;
     }
     l.sink(std::move(e));
+  }
+  for (const StepOutcome::Done& d : out.finished) {
+    if (d.reason != FinishReason::kError) continue;
+    log_warn("request ", d.id, ": non-finite logits; the request fails, the batch goes on");
+    emit_final(d.id, FinishReason::kError, d.stats, RequestError::kNonFiniteLogits,
+               "the model produced non-finite logits (NaN or Inf) for this request");
   }
   if (opts.debug_integrity) sched->check_integrity();
   const double t_end = now_seconds();

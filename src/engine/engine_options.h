@@ -29,7 +29,11 @@ struct EngineOptions {
   std::string act_quant = "none";       // --act-quant none | fp8 (W8A8 for FP8 weights)
   double slo_tpot_ms = 0.0;             // --slo-tpot-ms: dynamic batch cap target (0: off)
   double slo_ttft_ms = 0.0;             // --slo-ttft-ms: lets a lowered cap rise (0: off)
-  bool debug_integrity = false;         // check page accounting after every step (tests)
+  // --request-timeout: seconds from arrival after which a request ends with an error (0: off).
+  double request_timeout_s = 0.0;
+  // --max-queue-time: seconds a request may wait before it is first scheduled (0: off).
+  double max_queue_time_s = 0.0;
+  bool debug_integrity = false;  // check page accounting after every step (tests)
 };
 
 }  // namespace dss

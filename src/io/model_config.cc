@@ -116,6 +116,12 @@ Result<ModelConfig> ModelConfig::from_hf_json(const Json& j, const std::string& 
   DSS_RETURN_IF_ERROR(r.req_int("max_position_embeddings", c.max_position_embeddings));
   DSS_RETURN_IF_ERROR(r.opt_int("bos_token_id", c.bos_token_id));
   DSS_RETURN_IF_ERROR(r.opt_int("eos_token_id", c.eos_token_id));
+  for (const auto& [key, id] :
+       {std::pair{"bos_token_id", c.bos_token_id}, std::pair{"eos_token_id", c.eos_token_id}}) {
+    if (id >= c.n_vocab)
+      return Status::error(what, ": ", key, " = ", id, " is outside the vocabulary (vocab_size ",
+                           c.n_vocab, ")");
+  }
   DSS_RETURN_IF_ERROR(r.opt_int("num_nextn_predict_layers", c.n_mtp_layers));
   DSS_RETURN_IF_ERROR(r.opt_bool("tie_word_embeddings", c.tie_word_embeddings));
 

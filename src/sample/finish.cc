@@ -27,6 +27,8 @@ const char* finish_reason_name(FinishReason reason) {
       return "length";
     case FinishReason::kAbort:
       return "abort";
+    case FinishReason::kError:
+      return "error";
   }
   return "none";
 }

@@ -222,6 +222,15 @@ void Scheduler::commit(const StepPlan& plan, std::span<const StepResult> results
     const bool decode = q.n_new == 1 && q.needs_logits && q.n_computed > 0;
     (decode ? counters_.decode_tokens : counters_.prefill_tokens) += q.n_new;
     if (!q.needs_logits) continue;
+    DSS_CHECK(r < results.size(), "missing step result");
+    const StepResult& res = results[r++];
+    if (res.finish == FinishReason::kError) {
+      auto failed = std::move(*it);
+      running_.erase(it);
+      out.finished.push_back(StepOutcome::Done{failed->id, FinishReason::kError, failed->stats()});
+      release_seq(*failed, /*cache_prefix=*/false);
+      continue;
+    }
     if (q.n_new > 1 && cfg_.enable_prefix_cache) {
       // Prefill just completed: publish its full pages now, so requests running concurrently
       // with the same prefix share them (the tree takes its own references).
@@ -233,8 +242,6 @@ void Scheduler::commit(const StepPlan& plan, std::span<const StepResult> results
             std::span<const PageId>(s.pages.data(), static_cast<size_t>(n_full)));
       }
     }
-    DSS_CHECK(r < results.size(), "missing step result");
-    const StepResult& res = results[r++];
     s.tokens.push_back(res.token);
     FinishReason reason = res.finish;
     if (reason == FinishReason::kNone && s.n_generated() >= s.max_new_tokens)

@@ -32,7 +32,9 @@ struct StepPlan {
 // Per-sequence result of a step, in the order of the plan's seqs with needs_logits.
 
 struct StepResult {
-  TokenId token = 0;  // the sampled token (appended)
+  TokenId token = 0;  // the sampled token (appended; ignored with kError)
+  // kError: the step failed for this sequence (e.g. non-finite logits): nothing is appended and
+  // its pages are released without being offered to the prefix cache (their KV may be garbage).
   FinishReason finish = FinishReason::kNone;
 };
 

@@ -12,6 +12,9 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <thread>
 
 #include "base/rng.h"
@@ -370,6 +373,105 @@ TEST(Engine, ShutdownAbortsWhatIsLeft) {
   (*e)->shutdown();
   EXPECT_EQ(col.get(*id).last.finish, FinishReason::kAbort);
   EXPECT_FALSE((*e)->submit(greedy({1}, 1), col.sink()).is_ok());
+}
+
+}  // namespace
+}  // namespace dss
+
+namespace dss {
+namespace {
+
+namespace fs = std::filesystem;
+
+// A copy of tiny-v3 whose embedding row `token` is NaN (BF16 0x7FC0 in every element): any
+// sequence containing that token gets NaN hidden states from there on, hence NaN logits.
+std::string poisoned_copy(TokenId token) {
+  const fs::path dir = fs::temp_directory_path() / ("dss_nan_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::copy(kModel, dir, fs::copy_options::recursive);
+  const Json index = *load_json_file((dir / "model.safetensors.index.json").string());
+  const std::string name = "model.embed_tokens.weight";
+  const fs::path shard = dir / index["weight_map"][name].get<std::string>();
+  std::fstream f(shard, std::ios::in | std::ios::out | std::ios::binary);
+  uint64_t header_len = 0;
+  f.read(reinterpret_cast<char*>(&header_len), 8);
+  std::string header(header_len, '\0');
+  f.read(header.data(), static_cast<std::streamsize>(header_len));
+  const Json h = Json::parse(header);
+  EXPECT_EQ(h[name]["dtype"], "BF16");
+  const int64_t d_model = h[name]["shape"][1].get<int64_t>();
+  const int64_t begin = h[name]["data_offsets"][0].get<int64_t>();
+  const std::vector<uint16_t> nan_row(static_cast<size_t>(d_model), 0x7FC0);
+  f.seekp(static_cast<std::streamoff>(8 + header_len + begin + token * d_model * 2));
+  f.write(reinterpret_cast<const char*>(nan_row.data()), d_model * 2);
+  return dir.string();
+}
+
+// Non-finite logits fail their own request (an error event, pages released, its prompt not
+// cached) while requests beside it in the same batch complete with the tokens they get alone.
+TEST(Engine, NonFiniteLogitsFailOnlyTheirRequest) {
+  const TokenId kPoison = 77;
+  EngineOptions o = opts(16);
+  o.model_dir = poisoned_copy(kPoison);
+  auto e = Engine::create(o);
+  ASSERT_TRUE(e.is_ok()) << e.message();
+  EventCollector col;
+  std::vector<TokenId> bad_prompt(40, 5), good_prompt(40, 5);
+  bad_prompt[30] = kPoison;
+  good_prompt[0] = 6;  // shares no page with bad_prompt (a shared valid prefix could be cached)
+  good_prompt[30] = 78;
+  auto bad = (*e)->submit(greedy(bad_prompt, 8), col.sink());
+  auto good = (*e)->submit(greedy(good_prompt, 8), col.sink());
+  ASSERT_TRUE(bad.is_ok() && good.is_ok());
+  col.wait_done(2);
+  const auto b = col.get(*bad);
+  EXPECT_EQ(b.last.finish, FinishReason::kError);
+  EXPECT_EQ(b.last.error_kind, RequestError::kNonFiniteLogits);
+  EXPECT_NE(b.last.error.find("non-finite"), std::string::npos) << b.last.error;
+  EXPECT_TRUE(b.tokens.empty());
+  const auto g = col.get(*good);
+  EXPECT_EQ(g.last.finish, FinishReason::kLength);
+  EXPECT_TRUE(g.last.error.empty());
+  auto m = Model::load(LoadOptions{kModel});
+  ASSERT_TRUE(m.is_ok());
+  EXPECT_EQ(g.tokens, alone(**m, good_prompt, 8));
+  // The poisoned prompt was not offered to the prefix cache: the same prompt again computes all
+  // of it (and fails the same way), and the engine keeps serving.
+  auto again = (*e)->submit(greedy(bad_prompt, 8), col.sink());
+  col.wait_done(3);
+  EXPECT_EQ(col.get(*again).last.n_cached_prompt, 0);
+  EXPECT_EQ(col.get(*again).last.error_kind, RequestError::kNonFiniteLogits);
+  expect_pages_accounted(**e);
+  e->reset();
+  fs::remove_all(o.model_dir);
+}
+
+// --request-timeout ends a running request with a timeout error; --max-queue-time ends one that
+// waits behind a full batch (max_running_requests 1). Both release their pages. The running
+// request asks for 500 tokens, which tiny-v3 cannot produce within 0.05 s on any host we use.
+TEST(Engine, DeadlinesEndRequestsWithAnError) {
+  EngineOptions o = opts(16);
+  o.request_timeout_s = 0.05;
+  o.max_queue_time_s = 0.01;
+  o.max_running_requests = 1;
+  auto e = Engine::create(o);
+  ASSERT_TRUE(e.is_ok()) << e.message();
+  EventCollector col;
+  auto running = (*e)->submit(greedy(std::vector<TokenId>(8, 9), 500), col.sink());
+  auto queued = (*e)->submit(greedy(std::vector<TokenId>(8, 3), 4), col.sink());
+  ASSERT_TRUE(running.is_ok() && queued.is_ok());
+  col.wait_done(2);
+  const auto q = col.get(*queued);
+  EXPECT_EQ(q.last.finish, FinishReason::kError);
+  EXPECT_EQ(q.last.error_kind, RequestError::kQueueTimeout);
+  EXPECT_NE(q.last.error.find("--max-queue-time"), std::string::npos) << q.last.error;
+  EXPECT_TRUE(q.tokens.empty());
+  const auto r = col.get(*running);
+  EXPECT_EQ(r.last.finish, FinishReason::kError);
+  EXPECT_EQ(r.last.error_kind, RequestError::kTimeout);
+  EXPECT_NE(r.last.error.find("--request-timeout"), std::string::npos) << r.last.error;
+  EXPECT_LT(r.tokens.size(), 500u);
+  expect_pages_accounted(**e);
 }
 
 }  // namespace

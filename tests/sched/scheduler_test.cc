@@ -41,6 +41,11 @@ class Timeline {
     aborts_[step].push_back(name);
     return *this;
   }
+  // The step's sampled row of `name` fails (StepResult kError, e.g. non-finite logits).
+  Timeline& fail_at(int step, const std::string& name) {
+    fails_[step].insert(name);
+    return *this;
+  }
 
   // Runs until idle (or max_steps); returns the scheduled set per step.
   std::vector<std::vector<std::string>> run(int max_steps = 1000) {
@@ -69,7 +74,8 @@ class Timeline {
                           : str_cat(names_[q.id], ":",
                                     q.n_new));  // (GCC 12 -Wrestrict false positive on operator+)
         if (q.needs_logits) {
-          results.push_back(StepResult{1, FinishReason::kNone});
+          const bool fail = fails_[step].count(names_[q.id]) > 0;
+          results.push_back(StepResult{1, fail ? FinishReason::kError : FinishReason::kNone});
           prefilling_.erase(q.id);
         } else {
           prefilling_.insert(q.id);
@@ -106,6 +112,7 @@ class Timeline {
   RequestId next_id_ = 1;
   std::vector<Arrival> arrivals_;
   std::map<int, std::vector<std::string>> aborts_;
+  std::map<int, std::set<std::string>> fails_;
   std::map<std::string, RequestId> ids_;
   std::map<RequestId, std::string> names_;
   std::set<RequestId> prefilling_;
@@ -189,6 +196,33 @@ TEST(SchedulerTimeline, ConcurrentRequestsSharePrefixAfterPrefill) {
   EXPECT_EQ(s[0], (std::vector<std::string>{"A:10"}));
   EXPECT_EQ(s[2], (std::vector<std::string>{"A", "B:2"}));
   EXPECT_EQ(t.finished().at("B").stats.n_cached_prompt, 8);
+}
+
+// A fails at its prefill's sampled row (step 0) and B at a decode (step 3): each ends with
+// kError at once, its pages go back to the pool, and neither prompt is offered to the prefix
+// cache (C, A's prompt again, hits nothing), while D beside them is unaffected.
+TEST(SchedulerTimeline, FailedRowEndsTheSequenceWithoutCachingItsPages) {
+  Timeline t(64, 4, 100);
+  t.arrive({0, "A", 10, 8, /*prompt_seed=*/5})
+      .arrive({0, "B", 9, 8})
+      .arrive({0, "D", 6, 6})
+      .arrive({4, "C", 10, 2, /*prompt_seed=*/5})
+      .fail_at(0, "A")
+      .fail_at(3, "B");
+  const Steps s = t.run();
+  EXPECT_EQ(s[0], (std::vector<std::string>{"A:10", "B:9", "D:6"}));
+  EXPECT_EQ(s[1], (std::vector<std::string>{"B", "D"}));
+  EXPECT_EQ(s[4], (std::vector<std::string>{"D", "C:10"}));
+  EXPECT_EQ(t.finished().at("A").reason, FinishReason::kError);
+  EXPECT_EQ(t.finished().at("A").stats.n_generated, 0);
+  EXPECT_EQ(t.finished().at("B").reason, FinishReason::kError);
+  EXPECT_EQ(t.finished().at("B").stats.n_generated, 3);
+  EXPECT_EQ(t.finished().at("C").stats.n_cached_prompt, 0);
+  EXPECT_EQ(t.finished().at("D").reason, FinishReason::kLength);
+  EXPECT_EQ(t.finished().at("D").stats.n_generated, 6);
+  t.sched().check_integrity();
+  t.radix().evict(1 << 30);
+  EXPECT_EQ(t.pool().n_free(), t.pool().n_pages());
 }
 
 TEST(SchedulerTimeline, AbortMidPrefillAndMidDecodeFreesPages) {

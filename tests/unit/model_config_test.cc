@@ -72,11 +72,13 @@ TEST(ModelConfig, RejectsUnsupportedValues) {
        {Case{"architectures", Json::array({"MixtralForCausalLM"})}, Case{"scoring_func", "softmax"},
         Case{"hidden_act", "gelu"}, Case{"topk_method", "greedy"}, Case{"q_lora_rank", nullptr},
         Case{"n_group", 7}, Case{"topk_group", 9}, Case{"hidden_size", -1},
-        Case{"kv_lora_rank", "512"}, Case{"qk_rope_head_dim", 63}}) {
+        Case{"kv_lora_rank", "512"}, Case{"qk_rope_head_dim", 63}, Case{"eos_token_id", 129280},
+        Case{"bos_token_id", 1000000}, Case{"eos_token_id", Json(uint64_t{1} << 32)}}) {
     Json j = v3_671b();
     j[k.key] = k.value;
     auto c = ModelConfig::from_hf_json(j);
     EXPECT_FALSE(c.is_ok()) << k.key << " = " << k.value;
+    EXPECT_NE(c.message().find(k.key), std::string::npos) << c.message();
   }
   Json j = v3_671b();
   j["rope_scaling"]["type"] = "linear";

@@ -55,6 +55,14 @@ class Loader {
                              ", expected ", shape_str(want_s));
       }
       m.scales = reinterpret_cast<const float*>(s->data);
+      // Scales are 1/16384 of the weights: cheap to check, and one NaN or Inf poisons a block.
+      const int64_t n_scales = m.n_scale_rows() * m.n_scale_cols();
+      for (int64_t i = 0; i < n_scales; ++i) {
+        if (!std::isfinite(m.scales[i])) {
+          return Status::error(s->file, ": tensor '", sname, "' element ", i, " is ", m.scales[i],
+                               " (scales must be finite)");
+        }
+      }
     } else if (t.dtype == DType::kI8) {
       DSS_ASSIGN_OR_RETURN(m.scales, int8_scales(t, name, rows));
     } else if (t.dtype != DType::kBF16 && t.dtype != DType::kF32 && t.dtype != DType::kF16) {
@@ -114,8 +122,15 @@ class Loader {
       return Status::error(t.file, ": tensor '", name, "' has dtype ", dtype_name(t.dtype),
                            ", expected BF16, F16 or F32");
     }
+    const Vector v{t.dtype, n, t.data};
+    for (int64_t i = 0; i < n; ++i) {  // norm weights: small, and a NaN poisons every token
+      if (!std::isfinite(v.at(i))) {
+        return Status::error(t.file, ": tensor '", name, "' element ", i, " is ", v.at(i),
+                             " (norm weights must be finite)");
+      }
+    }
     count(t.dtype, t.n_bytes);
-    return Vector{t.dtype, n, t.data};
+    return v;
   }
 
   Result<FfnWeights> ffn(const std::string& prefix, int64_t d_model, int64_t d_ff) {

@@ -6,7 +6,8 @@
 #   make test-asan    the suite under AddressSanitizer + UndefinedBehaviorSanitizer
 #   make test-ubsan   the suite under UBSan only
 #   make test-tsan    the suite under ThreadSanitizer
-#   make fuzz-smoke   libFuzzer (clang, ASan+UBSan) on the tokenizer and output parsers, 15 s each
+#   make fuzz-smoke   libFuzzer (clang, ASan+UBSan) on the tokenizer, the output parsers and the
+#                     server's request path (raw HTTP and JSON bodies to prompts), 15 s each
 #                     (part of `make test`)
 #   make fuzz-long    the same fuzzers for DSS_FUZZ_SECONDS (default 600) each
 #   make build        release build only (build/release)
@@ -61,7 +62,7 @@ build/fuzz/build.ninja:
 	  -DDSS_BENCH=OFF >/dev/null
 
 fuzz-smoke: setup build/fuzz/build.ninja
-	cmake --build build/fuzz -j $(JOBS) --target fuzz_tokenizer fuzz_output_parser
+	cmake --build build/fuzz -j $(JOBS) --target fuzz_tokenizer fuzz_output_parser fuzz_request
 	cd build/fuzz && ctest --output-on-failure -R 'fuzz_.*_smoke'
 
 fuzz-long: setup build/fuzz/build.ninja

@@ -6,14 +6,13 @@
 
 #include "base/clock.h"
 #include "base/log.h"
+#include "base/str_cat.h"
 #include "sample/finish.h"
-#include "sample/validate_params.h"
 #include "server/choice_stream.h"
+#include "server/request_prep.h"
 #include "server/response_json.h"
 #include "server/schemas.h"
 #include "server/sse.h"
-#include "text/chat_template.h"
-#include "text/reasoning_parser.h"
 
 #ifndef DSS_VERSION
 #define DSS_VERSION "0.0.0"
@@ -31,6 +30,38 @@ int64_t unix_seconds() {
 
 ApiError error_from_status(const Status& s) {
   return ApiError::bad_request(s.message(), field_of_message(s.message()));
+}
+
+// The HTTP status of a request the engine failed.
+int http_status_of(RequestError kind) {
+  switch (kind) {
+    case RequestError::kRejected:
+      return 400;
+    case RequestError::kTimeout:
+      return 504;
+    case RequestError::kQueueTimeout:
+      return 503;
+    case RequestError::kNone:
+    case RequestError::kNonFiniteLogits:
+      break;
+  }
+  return 500;
+}
+
+// `Authorization: Bearer <key>`: the scheme case-insensitively (RFC 9110 section 11.1), the key
+// exactly, compared in time independent of where it differs.
+bool authorized(const std::string& header, const std::string& api_key) {
+  constexpr std::string_view kScheme = "bearer ";
+  if (header.size() < kScheme.size()) return false;
+  for (size_t i = 0; i < kScheme.size(); ++i)
+    if (std::tolower(static_cast<unsigned char>(header[i])) != kScheme[i]) return false;
+  std::string_view key(header);
+  key.remove_prefix(kScheme.size());
+  while (!key.empty() && key.front() == ' ') key.remove_prefix(1);
+  if (key.size() != api_key.size()) return false;
+  unsigned char diff = 0;
+  for (size_t i = 0; i < key.size(); ++i) diff |= static_cast<unsigned char>(key[i] ^ api_key[i]);
+  return diff == 0;
 }
 
 }  // namespace
@@ -61,7 +92,8 @@ struct OpenAiRoutes::Call {
   std::vector<Choice> choices;
   int32_t n_done = 0;
   bool completed = false;
-  std::string error;               // an engine error (500)
+  std::string error;               // an engine error
+  int error_status = 500;          // its HTTP status (http_status_of)
   std::optional<ApiError> reject;  // a submit refused: the whole call answers this instead
 
   std::mutex mu;  // guards queue / scheduled (engine thread vs strand)
@@ -133,6 +165,7 @@ struct OpenAiRoutes::Call {
       if (!c.output_done) {
         if (!e.error.empty()) {
           error = e.error;
+          error_status = http_status_of(e.error_kind);
           end_output(c, d, "error");
         } else {
           end_output(c, d,
@@ -205,6 +238,7 @@ struct OpenAiRoutes::Call {
 
   // Start of a stream: the role chunk of every choice (chat) or nothing (completions).
   void open_stream() {
+    routes->metrics_.record_http_status(200);
     ex->begin_stream(200, "text/event-stream");
     if (endpoint != Endpoint::kChat) return;
     std::string out;
@@ -231,7 +265,7 @@ struct OpenAiRoutes::Call {
     } else if (stream) {
       std::string out;
       if (!error.empty()) {
-        out += sse_event(ApiError{500, error, "", ""}.to_json());
+        out += sse_event(ApiError{error_status, error, "", ""}.to_json());
       } else if (include_usage) {
         OrderedJson j =
             header(endpoint == Endpoint::kChat ? "chat.completion.chunk" : "text_completion");
@@ -243,7 +277,7 @@ struct OpenAiRoutes::Call {
       ex->write(std::move(out));
       ex->end_stream();
     } else if (!error.empty()) {
-      routes->reply_error(*ex, ApiError{500, error, "", ""});
+      routes->reply_error(*ex, ApiError{error_status, error, "", ""});
     } else {
       routes->reply(*ex, 200, full_response(u).dump());
     }
@@ -302,7 +336,7 @@ void OpenAiRoutes::reply_error(HttpExchange& ex, const ApiError& e) {
 void OpenAiRoutes::handle(HttpRequest&& req, std::shared_ptr<HttpExchange> ex) {
   const std::string& path = req.path;
   const bool is_v1 = path.rfind("/v1/", 0) == 0;
-  if (is_v1 && !cfg_.api_key.empty() && req.header("authorization") != "Bearer " + cfg_.api_key)
+  if (is_v1 && !cfg_.api_key.empty() && !authorized(req.header("authorization"), cfg_.api_key))
     return reply_error(
         *ex, ApiError{401, "invalid or missing API key (Authorization: Bearer ...)", "", ""});
   auto method_is = [&](const char* m) {
@@ -350,20 +384,13 @@ void OpenAiRoutes::generate(int endpoint_i, const HttpRequest& req,
   const Endpoint endpoint = endpoint_i == 0 ? Endpoint::kChat : Endpoint::kCompletions;
   if (draining_ && draining_())
     return reply_error(*ex, ApiError{503, "server is shutting down", "", ""});
-  const OrderedJson body = OrderedJson::parse(req.body, nullptr, /*allow_exceptions=*/false);
-  if (body.is_discarded())
-    return reply_error(*ex, ApiError::bad_request("body: not valid JSON", "body"));
-  auto parsed = parse_completion_request(endpoint, body);
-  if (!parsed) return reply_error(*ex, error_from_status(parsed.status()));
-  CompletionRequest& r = *parsed;
-  if (!r.model.empty() && r.model != cfg_.served_model_name)
-    return reply_error(*ex, ApiError{404, "The model `" + r.model + "` does not exist.", "model",
-                                     "not_found_error"});
-  std::vector<std::vector<TokenId>> prompts;
-  bool starts_in_reasoning = false;
-  if (auto e = encode_prompts(r, prompts, starts_in_reasoning)) return reply_error(*ex, *e);
-  if (Status s = validate_sampling_params(r.params, engine_.model_config().n_vocab); !s)
-    return reply_error(*ex, error_from_status(s));
+  PreparedRequest prep;
+  const PromptContext ctx{tok_, cfg_.chat_format, engine_.context_length(),
+                          engine_.model_config().n_vocab, cfg_.served_model_name};
+  if (auto e = prepare_request(endpoint, req.body, ctx, prep)) return reply_error(*ex, *e);
+  CompletionRequest& r = prep.req;
+  std::vector<std::vector<TokenId>>& prompts = prep.prompts;
+  const bool starts_in_reasoning = prep.starts_in_reasoning;
   if (auto e = admit(static_cast<int32_t>(prompts.size()) * r.n)) return reply_error(*ex, *e);
 
   const uint64_t call_id = next_call_id_.fetch_add(1);
@@ -403,47 +430,13 @@ void OpenAiRoutes::generate(int endpoint_i, const HttpRequest& req,
   submit(call, r.params, r.n);
 }
 
-std::optional<ApiError> OpenAiRoutes::encode_prompts(CompletionRequest& r,
-                                                     std::vector<std::vector<TokenId>>& prompts,
-                                                     bool& starts_in_reasoning) const {
-  if (r.endpoint == Endpoint::kChat) {
-    if (!tok_)
-      return ApiError::bad_request(
-          "messages: chat needs a tokenizer (server runs with --skip-tokenizer-init); use "
-          "/v1/completions with token ids",
-          "messages");
-    auto prompt = render_chat(cfg_.chat_format, r.chat);
-    if (!prompt) return error_from_status(prompt.status());
-    starts_in_reasoning = prompt_opens_reasoning(*prompt);
-    prompts.push_back(tok_->encode(*prompt, EncodeOptions{false, true}));
-  } else if (!r.prompt_texts.empty()) {
-    if (!tok_)
-      return ApiError::bad_request(
-          "prompt: text prompts need a tokenizer (server runs with --skip-tokenizer-init); "
-          "give token ids",
-          "prompt");
-    for (const std::string& t : r.prompt_texts)
-      prompts.push_back(tok_->encode(t, EncodeOptions{tok_->add_bos_default(), true}));
-  } else {
-    prompts = std::move(r.prompt_ids);
-  }
-  if (!tok_ && !r.params.stop.empty())
-    return ApiError::bad_request("stop: stop strings need a tokenizer", "stop");
-  size_t longest = 0;
-  for (const auto& p : prompts) {
-    if (p.empty())
-      return ApiError::bad_request("prompt: must contain at least one token", "prompt");
-    longest = std::max(longest, p.size());
-  }
-  if (!r.max_tokens_given &&
-      r.endpoint == Endpoint::kChat)  // chat default: the rest of the context
-    r.params.max_tokens =
-        std::max<int32_t>(1, engine_.context_length() - static_cast<int32_t>(longest));
-  return std::nullopt;
-}
-
 std::optional<ApiError> OpenAiRoutes::admit(int32_t n_new) const {
   if (cfg_.max_queued_requests <= 0) return std::nullopt;
+  if (n_new > cfg_.max_queued_requests)  // would never fit, however long the client retries
+    return ApiError::bad_request(
+        str_cat("n: the request fans out into ", n_new, " sequences (prompts x n), more than the ",
+                cfg_.max_queued_requests, " the server queues at once (--max-queued-requests)"),
+        "n");
   const int64_t waiting = n_engine_requests_.load() - engine_.stats().n_running;
   if (waiting + n_new <= cfg_.max_queued_requests) return std::nullopt;
   return ApiError{429, "too many queued requests (over --max-queued-requests); retry later", "",

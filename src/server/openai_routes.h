@@ -7,7 +7,7 @@
 // deltas make SSE chunks or, folded, the non-streamed body. A client that goes away cancels its
 // engine requests. Errors: OpenAI JSON with 400 (param = the field), 401 (--api-key, /v1/*
 // only), 404 (path or model), 405, 413 (transport), 429 (queue over --max-queued-requests),
-// 503 (shutting down).
+// 503 (shutting down, --max-queue-time), 500 (non-finite logits), 504 (--request-timeout).
 // Threading: handle() runs on io threads; in_flight() and cancel_all() on any thread.
 #pragma once
 
@@ -60,10 +60,7 @@ class OpenAiRoutes {
              const char* content_type = "application/json");
   void reply_error(HttpExchange& ex, const ApiError& e);
   void generate(int endpoint, const HttpRequest& req, std::shared_ptr<HttpExchange> ex);
-  // Steps of generate(): each returns the error to answer, or nullopt.
-  std::optional<ApiError> encode_prompts(CompletionRequest& r,
-                                         std::vector<std::vector<TokenId>>& prompts,
-                                         bool& starts_in_reasoning) const;
+  // Steps of generate() after prepare_request (request_prep.h): the error to answer, or nullopt.
   std::optional<ApiError> admit(int32_t n_new) const;
   ChoiceStreamOptions choice_options(const CompletionRequest& r, uint64_t call_id,
                                      bool starts_in_reasoning) const;

@@ -3,11 +3,35 @@
 #include <cmath>
 #include <limits>
 
+#include "base/str_cat.h"
+
 namespace dss {
 
 namespace {
 
 constexpr int32_t kMaxN = 16;
+
+// An integer JSON value in [lo, hi] into `out`; false for non-integers and anything out of range
+// (nlohmann's get<int32_t> would truncate 2^32 + 5 to 5; an unsigned above INT64_MAX would wrap).
+bool int_in_range(const OrderedJson& v, int64_t lo, int64_t hi, int64_t& out) {
+  if (!v.is_number_integer()) return false;
+  if (v.is_number_unsigned()) {
+    const uint64_t u = v.get<uint64_t>();
+    if (hi < 0 || u > static_cast<uint64_t>(hi)) return false;
+    out = static_cast<int64_t>(u);
+    return out >= lo;
+  }
+  out = v.get<int64_t>();
+  return out >= lo && out <= hi;
+}
+
+// A token id: an integer in [0, INT32_MAX] (the vocabulary bound is the engine's check).
+bool token_id_of(const OrderedJson& v, TokenId& out) {
+  int64_t x = 0;
+  if (!int_in_range(v, 0, std::numeric_limits<TokenId>::max(), x)) return false;
+  out = static_cast<TokenId>(x);
+  return true;
+}
 
 // Number fields: absent or null keeps the default.
 template <typename T>
@@ -16,9 +40,9 @@ Status read_number(const OrderedJson& j, const char* key, T& out) {
   if (it == j.end() || it->is_null()) return Status::ok();
   if constexpr (std::is_integral_v<T>) {
     if (!it->is_number_integer()) return Status::error(key, ": must be an integer");
-    const int64_t v = it->get<int64_t>();
-    if (v < static_cast<int64_t>(std::numeric_limits<T>::min()) ||
-        v > static_cast<int64_t>(std::numeric_limits<T>::max()))
+    int64_t v = 0;
+    if (!int_in_range(*it, static_cast<int64_t>(std::numeric_limits<T>::min()),
+                      static_cast<int64_t>(std::numeric_limits<T>::max()), v))
       return Status::error(key, ": out of range");
     out = static_cast<T>(v);
   } else {
@@ -56,6 +80,7 @@ Status read_sampling(const OrderedJson& j, Endpoint ep, CompletionRequest& r) {
     DSS_RETURN_IF_ERROR(read_number(j, key, p.max_tokens));
     if (p.max_tokens < 1) return Status::error(key, " must be >= 1, got ", p.max_tokens);
     r.max_tokens_given = true;
+    r.max_tokens_field = key;
   }
   if (auto it = j.find("seed"); it != j.end() && !it->is_null()) {
     if (!it->is_number_integer()) return Status::error("seed: must be an integer");
@@ -76,10 +101,14 @@ Status read_sampling(const OrderedJson& j, Endpoint ep, CompletionRequest& r) {
   }
   if (auto it = j.find("stop_token_ids"); it != j.end() && !it->is_null()) {
     if (!it->is_array()) return Status::error("stop_token_ids: must be a list of token ids");
-    for (const auto& t : *it) {
+    for (size_t i = 0; i < it->size(); ++i) {
+      const OrderedJson& t = (*it)[i];
       if (!t.is_number_integer())
         return Status::error("stop_token_ids: must be a list of token ids");
-      p.stop_token_ids.push_back(t.get<TokenId>());
+      TokenId id = 0;
+      if (!token_id_of(t, id))
+        return Status::error("stop_token_ids[", i, "]: ", t.dump(), " is not a token id");
+      p.stop_token_ids.push_back(id);
     }
   }
   return Status::ok();
@@ -90,9 +119,10 @@ Status read_logprobs(const OrderedJson& j, Endpoint ep, SamplingParams& p) {
   if (ep == Endpoint::kCompletions) {
     if (it == j.end() || it->is_null()) return Status::ok();
     if (!it->is_number_integer()) return Status::error("logprobs: must be an integer");
-    p.logprobs = it->get<int32_t>();
-    if (p.logprobs < 0 || p.logprobs > 20)
-      return Status::error("logprobs must be in [0, 20], got ", p.logprobs);
+    int64_t v = 0;
+    if (!int_in_range(*it, 0, 20, v))
+      return Status::error("logprobs must be in [0, 20], got ", it->dump());
+    p.logprobs = static_cast<int32_t>(v);
     return Status::ok();
   }
   bool want = false;
@@ -144,23 +174,27 @@ Status read_prompt(const OrderedJson& j, CompletionRequest& r) {
     return Status::ok();
   }
   if (!it->is_array() || it->empty()) return Status::error(kShape);
-  auto read_ids = [&](const OrderedJson& a) -> Status {
+  auto read_ids = [&](const OrderedJson& a, const std::string& where) -> Status {
     std::vector<TokenId> ids;
-    for (const auto& t : a) {
-      if (!t.is_number_integer()) return Status::error(kShape);
-      ids.push_back(t.get<TokenId>());
+    for (size_t i = 0; i < a.size(); ++i) {
+      if (!a[i].is_number_integer()) return Status::error(kShape);
+      TokenId id = 0;
+      if (!token_id_of(a[i], id))
+        return Status::error(where, "[", i, "]: ", a[i].dump(), " is not a token id");
+      ids.push_back(id);
     }
     if (ids.empty()) return Status::error("prompt: must contain at least one token");
     r.prompt_ids.push_back(std::move(ids));
     return Status::ok();
   };
   const auto& first = (*it)[0];
-  if (first.is_number_integer()) return read_ids(*it);
-  for (const auto& e : *it) {
+  if (first.is_number_integer()) return read_ids(*it, "prompt");
+  for (size_t i = 0; i < it->size(); ++i) {
+    const OrderedJson& e = (*it)[i];
     if (first.is_string() && e.is_string()) {
       r.prompt_texts.push_back(e.get<std::string>());
     } else if (first.is_array() && e.is_array()) {
-      DSS_RETURN_IF_ERROR(read_ids(e));
+      DSS_RETURN_IF_ERROR(read_ids(e, str_cat("prompt[", i, "]")));
     } else {
       return Status::error(kShape);
     }

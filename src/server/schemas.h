@@ -33,7 +33,8 @@ struct CompletionRequest {
   bool include_usage = false;  // stream_options.include_usage
   int32_t n = 1;               // choices per prompt, fanned out into n engine requests
   SamplingParams params;  // params.logprobs: -1 none, else top-n alternatives (0 = sampled only)
-  bool max_tokens_given = false;  // false: max_tokens = what is left of the context
+  bool max_tokens_given = false;                // false: max_tokens = what is left of the context
+  std::string max_tokens_field = "max_tokens";  // the key that set it (errors name it)
   bool return_token_ids = false;
   // chat
   ChatRequest chat;

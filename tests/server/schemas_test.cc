@@ -20,6 +20,29 @@ std::string field(const std::string& body, Endpoint ep = Endpoint::kChat) {
   return r ? "" : field_of_message(r.message());
 }
 
+// Integers of 2^32 and above are rejected, never truncated into a valid id or count.
+TEST(Schemas, LargeIntegersAreRejectedNotTruncated) {
+  const Endpoint c = Endpoint::kCompletions;
+  EXPECT_EQ(field(R"({"prompt":[1,4294967301]})", c), "prompt[1]");
+  EXPECT_EQ(field(R"({"prompt":[[1],[2,18446744073709551615]]})", c), "prompt[1][1]");
+  EXPECT_EQ(field(R"({"prompt":[-1]})", c), "prompt[0]");
+  EXPECT_EQ(field(R"({"prompt":"x","stop_token_ids":[4294967296]})", c), "stop_token_ids[0]");
+  EXPECT_EQ(field(R"({"prompt":"x","logprobs":4294967297})", c), "logprobs");
+  EXPECT_EQ(field(R"({"prompt":"x","max_tokens":4294967312})", c), "max_tokens");
+  EXPECT_EQ(field(R"({"prompt":"x","n":18446744073709551615})", c), "n");
+  EXPECT_EQ(field(R"({"messages":[{"role":"user","content":"x"}],"top_logprobs":4294967298,
+    "logprobs":true})"),
+            "top_logprobs");
+  auto ok = parse_completion_request(
+      c, OrderedJson::parse(R"({"prompt":[2147483647],"stop_token_ids":[7]})"));
+  ASSERT_TRUE(ok) << ok.message();
+  EXPECT_EQ(ok->prompt_ids[0][0], 2147483647);
+  EXPECT_EQ(ok->max_tokens_field, "max_tokens");
+  auto mct = chat(R"({"messages":[{"role":"user","content":"x"}],"max_completion_tokens":3})");
+  ASSERT_TRUE(mct);
+  EXPECT_EQ(mct->max_tokens_field, "max_completion_tokens");
+}
+
 TEST(Schemas, ChatFields) {
   auto r = chat(R"({"model":"m","messages":[{"role":"user","content":"hi"}],"stream":true,
     "stream_options":{"include_usage":true},"n":2,"max_completion_tokens":7,"temperature":0.5,

@@ -1,0 +1,100 @@
+#include "server/request_prep.h"
+
+#include <algorithm>
+
+#include "base/str_cat.h"
+#include "io/json.h"
+#include "sample/validate_params.h"
+#include "text/chat_template.h"
+#include "text/reasoning_parser.h"
+
+namespace dss {
+
+namespace {
+
+ApiError error_from_status(const Status& s) {
+  return ApiError::bad_request(s.message(), field_of_message(s.message()));
+}
+
+std::optional<ApiError> encode_prompts(const PromptContext& ctx, PreparedRequest& p) {
+  CompletionRequest& r = p.req;
+  const Tokenizer* tok = ctx.tok;
+  if (r.endpoint == Endpoint::kChat) {
+    if (!tok)
+      return ApiError::bad_request(
+          "messages: chat needs a tokenizer (server runs with --skip-tokenizer-init); use "
+          "/v1/completions with token ids",
+          "messages");
+    auto prompt = render_chat(ctx.chat_format, r.chat);
+    if (!prompt) return error_from_status(prompt.status());
+    p.starts_in_reasoning = prompt_opens_reasoning(*prompt);
+    p.prompts.push_back(tok->encode(*prompt, EncodeOptions{false, true}));
+  } else if (!r.prompt_texts.empty()) {
+    if (!tok)
+      return ApiError::bad_request(
+          "prompt: text prompts need a tokenizer (server runs with --skip-tokenizer-init); "
+          "give token ids",
+          "prompt");
+    for (const std::string& t : r.prompt_texts)
+      p.prompts.push_back(tok->encode(t, EncodeOptions{tok->add_bos_default(), true}));
+  } else {
+    p.prompts = std::move(r.prompt_ids);
+  }
+  if (!tok && !r.params.stop.empty())
+    return ApiError::bad_request("stop: stop strings need a tokenizer", "stop");
+  return std::nullopt;
+}
+
+// Prompt lengths against the context; sets the chat default max_tokens (the rest of it).
+std::optional<ApiError> fit_context(const PromptContext& ctx, PreparedRequest& p) {
+  CompletionRequest& r = p.req;
+  size_t longest = 0;
+  for (const auto& t : p.prompts) {
+    if (t.empty())
+      return ApiError::bad_request("prompt: must contain at least one token", "prompt");
+    for (const TokenId id : t)
+      if (id >= ctx.n_vocab)
+        return ApiError::bad_request(
+            str_cat("prompt: token id ", id, " is out of range [0, ", ctx.n_vocab, ")"), "prompt");
+    longest = std::max(longest, t.size());
+  }
+  const int64_t context = ctx.context_length;
+  const auto n_prompt = static_cast<int64_t>(longest);
+  const char* prompt_field = r.endpoint == Endpoint::kChat ? "messages" : "prompt";
+  if (n_prompt >= context)
+    return ApiError::bad_request(
+        str_cat(prompt_field, ": this model's maximum context length is ", context,
+                " tokens; the prompt has ", n_prompt, " tokens (reduce its length)"),
+        prompt_field);
+  if (!r.max_tokens_given && r.endpoint == Endpoint::kChat)
+    r.params.max_tokens = static_cast<int32_t>(context - n_prompt);
+  if (n_prompt + r.params.max_tokens > context) {
+    const std::string& field = r.max_tokens_field;
+    return ApiError::bad_request(
+        str_cat(field, ": this model's maximum context length is ", context,
+                " tokens; the prompt has ", n_prompt, " tokens and ", field, " asks for ",
+                r.params.max_tokens, " more (reduce the prompt or ", field, ")"),
+        field);
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<ApiError> prepare_request(Endpoint endpoint, std::string_view body,
+                                        const PromptContext& ctx, PreparedRequest& out) {
+  Result<OrderedJson> json = parse_json_bounded(body, "");
+  if (!json) return error_from_status(json.status());
+  Result<CompletionRequest> parsed = parse_completion_request(endpoint, *json);
+  if (!parsed) return error_from_status(parsed.status());
+  out.req = std::move(parsed).value();
+  const CompletionRequest& r = out.req;
+  if (!r.model.empty() && r.model != ctx.served_model_name)
+    return ApiError{404, "The model `" + r.model + "` does not exist.", "model", "not_found_error"};
+  if (auto e = encode_prompts(ctx, out)) return e;
+  if (auto e = fit_context(ctx, out)) return e;
+  if (Status s = validate_sampling_params(r.params, ctx.n_vocab); !s) return error_from_status(s);
+  return std::nullopt;
+}
+
+}  // namespace dss

@@ -1,0 +1,42 @@
+// The request path before the engine: an OpenAI request body becomes validated prompts (token ids)
+// or the ApiError to answer. Pure: no engine, no sockets, no clock; the routes call it on the io
+// thread and the request-path fuzzer (tests/fuzz/fuzz_request.cc) calls it directly.
+//
+// Steps, each a possible 400 naming the field: bounded JSON parse (io/json.h: depth
+// kMaxJsonDepth, linear in width) -> schemas (types and ranges) -> model name (404) -> chat
+// rendering or prompt tokens -> context length (the prompt alone: `messages` / `prompt`; with
+// max_tokens: the key the client used) -> sampling parameters against the vocabulary.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/types.h"
+#include "server/api_error.h"
+#include "server/schemas.h"
+#include "text/chat_format.h"
+#include "text/tokenizer.h"
+
+namespace dss {
+
+struct PromptContext {
+  const Tokenizer* tok = nullptr;  // null: --skip-tokenizer-init (token-id prompts only)
+  ChatFormat chat_format = ChatFormat::kV3;
+  int32_t context_length = 0;  // tokens: prompt + max_tokens must fit
+  int32_t n_vocab = 0;
+  std::string served_model_name;
+};
+
+struct PreparedRequest {
+  CompletionRequest req;
+  std::vector<std::vector<TokenId>> prompts;  // [n_prompts][n_tokens], each non-empty
+  bool starts_in_reasoning = false;           // the rendered chat prompt opens <think>
+};
+
+// The prepared request, or the error to answer (status 400 or 404).
+std::optional<ApiError> prepare_request(Endpoint endpoint, std::string_view body,
+                                        const PromptContext& ctx, PreparedRequest& out);
+
+}  // namespace dss

@@ -13,6 +13,8 @@ Checks (each prints "ok   ..." or raises):
             streamed 200s counted in dsserve:http_requests_total
   nan TOKEN token TOKEN has a NaN embedding: its requests fail alone (500 / an SSE error event),
             others answer 200, /health stays 200
+  deadlines --request-timeout and --max-queue-time end requests with 504 / 503 (server flags
+            --request-timeout 1 --max-queue-time 0.3 --max-running-requests 1)
 """
 import http.client
 import json
@@ -223,6 +225,38 @@ def check_nan(token):
           f"200; /health worst {worst * 1000:.0f} ms")
 
 
+def check_deadlines():
+    """Server runs --request-timeout 1 --max-queue-time 0.3 --max-running-requests 1."""
+    comp = "/v1/completions"
+    long_body = {"prompt": "x", "max_tokens": 2000, "ignore_eos": True}
+    out = {}
+
+    def run(name, body):
+        t0 = time.monotonic()
+        out[name] = request("POST", comp, body) + (time.monotonic() - t0,)
+
+    first = threading.Thread(target=run, args=("running", long_body))
+    first.start()
+    time.sleep(0.1)
+    second = threading.Thread(target=run, args=("queued", long_body))
+    second.start()
+    stream = request("POST", comp, dict(long_body, stream=True))
+    first.join()
+    second.join()
+    status, text, secs = out["running"]
+    assert status == 504 and "--request-timeout" in text, (status, text[:200])
+    assert secs < 3.0, secs
+    status, text, secs = out["queued"]
+    assert status == 503 and "--max-queue-time" in text, (status, text[:200])
+    status, text = stream
+    events = [e[6:] for e in text.split("\n\n") if e.startswith("data: ")]
+    assert events[-1] == "[DONE]", events[-2:]
+    codes = [json.loads(e).get("error", {}).get("code") for e in events[:-1]]
+    assert codes[-1] in (503, 504), events[-2:]
+    print("ok   --request-timeout: 504 after ~1 s; --max-queue-time: 503; a stream ends with an "
+          "error event")
+
+
 checks = sys.argv[3:]
 i = 0
 while i < len(checks):
@@ -231,5 +265,6 @@ while i < len(checks):
         check_nan(int(checks[i + 1]))
         i += 2
         continue
-    {"deep": check_deep, "wide": check_wide, "small": check_small}[name]()
+    {"deep": check_deep, "wide": check_wide, "small": check_small,
+     "deadlines": check_deadlines}[name]()
     i += 1

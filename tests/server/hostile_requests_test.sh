@@ -22,6 +22,13 @@ python3 "$PY" "http://127.0.0.1:$A_PORT" k deep wide small
 kill -0 "$A_PID" || fail "server A died"
 stop_server A
 
+echo "== deadlines"
+start_server C --model "$WORK/m" --api-key k --request-timeout 1 --max-queue-time 0.3 \
+  --max-running-requests 1
+PIDS+=("$C_PID")
+python3 "$PY" "http://127.0.0.1:$C_PORT" k deadlines
+stop_server C
+
 # poison DIR TENSOR INDEX_FROM INDEX_TO: sets elements [from, to) of a BF16/F32 tensor to NaN in
 # place (safetensors: 8-byte header length, JSON header, data).
 poison() {

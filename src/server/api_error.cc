@@ -27,6 +27,10 @@ const char* type_for_status(int status) {
 
 }  // namespace
 
+ApiError ApiError::from_status(const Status& s) {
+  return bad_request(s.message(), field_of_message(s.message()));
+}
+
 std::string ApiError::to_json() const {
   OrderedJson j;
   j["error"]["message"] = message;

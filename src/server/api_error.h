@@ -4,6 +4,8 @@
 
 #include <string>
 
+#include "base/status.h"
+
 namespace dss {
 
 struct ApiError {
@@ -15,6 +17,8 @@ struct ApiError {
   static ApiError bad_request(std::string message, std::string param = "") {
     return ApiError{400, std::move(message), std::move(param), ""};
   }
+  // A 400 from a validation Status; param is the field its message starts with.
+  static ApiError from_status(const Status& s);
   std::string to_json() const;
 };
 

@@ -28,10 +28,6 @@ int64_t unix_seconds() {
       .count();
 }
 
-ApiError error_from_status(const Status& s) {
-  return ApiError::bad_request(s.message(), field_of_message(s.message()));
-}
-
 // The HTTP status of a request the engine failed.
 int http_status_of(RequestError kind) {
   switch (kind) {
@@ -472,7 +468,7 @@ void OpenAiRoutes::submit(const std::shared_ptr<Call>& call, const SamplingParam
     if (!id) {
       // The call answers 400 once the requests already submitted have delivered their last
       // (aborted) events; the rest are never submitted.
-      call->reject = error_from_status(id.status());
+      call->reject = ApiError::from_status(id.status());
       call->cancel_engine_requests();
       for (size_t j = i; j < call->choices.size(); ++j) {
         call->choices[j].done = call->choices[j].output_done = true;

@@ -12,10 +12,6 @@ namespace dss {
 
 namespace {
 
-ApiError error_from_status(const Status& s) {
-  return ApiError::bad_request(s.message(), field_of_message(s.message()));
-}
-
 std::optional<ApiError> encode_prompts(const PromptContext& ctx, PreparedRequest& p) {
   CompletionRequest& r = p.req;
   const Tokenizer* tok = ctx.tok;
@@ -26,7 +22,7 @@ std::optional<ApiError> encode_prompts(const PromptContext& ctx, PreparedRequest
           "/v1/completions with token ids",
           "messages");
     auto prompt = render_chat(ctx.chat_format, r.chat);
-    if (!prompt) return error_from_status(prompt.status());
+    if (!prompt) return ApiError::from_status(prompt.status());
     p.starts_in_reasoning = prompt_opens_reasoning(*prompt);
     p.prompts.push_back(tok->encode(*prompt, EncodeOptions{false, true}));
   } else if (!r.prompt_texts.empty()) {
@@ -84,16 +80,17 @@ std::optional<ApiError> fit_context(const PromptContext& ctx, PreparedRequest& p
 std::optional<ApiError> prepare_request(Endpoint endpoint, std::string_view body,
                                         const PromptContext& ctx, PreparedRequest& out) {
   Result<OrderedJson> json = parse_json_bounded(body, "");
-  if (!json) return error_from_status(json.status());
+  if (!json) return ApiError::from_status(json.status());
   Result<CompletionRequest> parsed = parse_completion_request(endpoint, *json);
-  if (!parsed) return error_from_status(parsed.status());
+  if (!parsed) return ApiError::from_status(parsed.status());
   out.req = std::move(parsed).value();
   const CompletionRequest& r = out.req;
   if (!r.model.empty() && r.model != ctx.served_model_name)
     return ApiError{404, "The model `" + r.model + "` does not exist.", "model", "not_found_error"};
   if (auto e = encode_prompts(ctx, out)) return e;
   if (auto e = fit_context(ctx, out)) return e;
-  if (Status s = validate_sampling_params(r.params, ctx.n_vocab); !s) return error_from_status(s);
+  if (Status s = validate_sampling_params(r.params, ctx.n_vocab); !s)
+    return ApiError::from_status(s);
   return std::nullopt;
 }
 

@@ -81,7 +81,11 @@ if all(k in info for k in ("vendor_id", "cpu family", "model", "stepping", "mode
     assert (cpu["family"], cpu["model"], cpu["stepping"]) == (
         int(info["cpu family"]), int(info["model"]), int(info["stepping"])), (cpu, info)
     brand = cpu["brand"] or "%02x/%02x" % (cpu["family"], cpu["model"])  # Linux's fallback
-    assert brand == info["model name"], (cpu, info["model name"])
+    # Linux reads the brand string at boot; a hypervisor may present another one to CPUID later
+    # (cpu_features_test then checks the brand against its own CPUID read).
+    if brand != info["model name"]:
+        print(f"note: CPUID brand '{brand}' differs from /proc/cpuinfo '{info['model name']}'")
+        assert cpu["brand"].strip() == cpu["brand"] and cpu["brand"].isprintable(), cpu
 # Prefill GFLOP/s: an independent count from config.json of what apps/dsserve/prefill_flops.h
 # defines (2 per multiply-add; projections and FFN/experts per token, kv_b per position, causal
 # (V3.2: top-k limited) pairs, the V3.2 indexer, lm_head for the last token), times the measured

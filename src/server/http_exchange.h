@@ -6,7 +6,8 @@
 // strand, in call order. post() runs a function on that strand, so a route can serialise its own
 // per-request state with the writes (engine sinks post their events there).
 // Disconnects: on_close(cb) registers a callback run once, on the strand, if the client goes
-// away (or a write fails) before end_stream(); writes after that are dropped.
+// away (or a write fails) after its request arrived and before the answer (respond() or
+// end_stream()), streaming or not; writes after that are dropped.
 #pragma once
 
 #include <functional>

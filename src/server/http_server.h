@@ -3,10 +3,21 @@
 //
 // Per request: headers within header_timeout (also the keep-alive idle limit), then the body
 // within body_timeout; a body over max_request_bytes is answered 413 (from Content-Length before
-// reading it, and while reading for chunked bodies) and the connection closed. `Expect:
-// 100-continue` is honoured. Streams are sent with chunked encoding and `Connection: close`;
-// while one is open a read on the socket watches for the client going away
-// (HttpExchange::on_close).
+// reading it, and while reading for chunked bodies) and the connection closed. A request that
+// breaks HTTP syntax (start line, header fields, Content-Length, chunked framing) is answered 400
+// with `Connection: close`; a timeout, EOF or a message cut short by a client that went away just
+// closes. `Expect: 100-continue` is honoured (HTTP/1.1).
+//
+// From a complete request until its answer, a client that goes away (EOF, reset) runs
+// HttpExchange::on_close (the routes cancel the engine requests); the watch peeks, so a pipelined
+// next request is never consumed. Streams are sent with chunked encoding and `Connection: close`,
+// watched by a read until they end. HTTP/1.0 requests are answered in HTTP/1.0: Content-Length
+// and keep-alive only if asked for; a stream is raw bytes ended by closing the connection.
+//
+// Descriptors: create() raises the soft open-file limit to the hard one. An accept error pauses
+// accepting (never a busy retry) and is logged at most once a second; out of descriptors
+// (EMFILE/ENFILE), the oldest idle connections (waiting for a request header, nothing in flight)
+// are closed to make room for new clients.
 //
 // Shutdown (SIGINT/SIGTERM, or request_shutdown()): the listener closes at once; run() returns
 // when in_flight() reaches 0, or, after shutdown_timeout, cancel_all() is called and run()

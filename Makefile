@@ -16,6 +16,10 @@
 #   make ds-mini      create models/ds-mini (benchmark shape, ~1.7 GB, about a minute)
 #   make bench-engine in-process engine benchmark on ds-mini (16 x 256/128, concurrent vs serial;
 #                     ~1 minute on the 2-core dev VM); results in build/bench-engine.json
+#   make soak         soak test, not in `make test`: SOAK_CONCURRENCY (1000) SSE clients for
+#                     SOAK_SECONDS (600) on the demo model, 30% dropped mid-stream, 10% non-stream
+#                     clients that leave; fails on errors, pages not back, RSS growth >= 5%
+#                     (minute 2 to the end); report in build/soak-report.json
 
 JOBS ?= $(shell nproc)
 DSSERVE := build/release/apps/dsserve/dsserve
@@ -24,7 +28,7 @@ DEMO_MODEL ?= models/demo-tiny-v32
 export CCACHE_BASEDIR := $(CURDIR)
 export CCACHE_NOHASHDIR := 1
 
-.PHONY: cuda cuda-test fuzz-smoke fuzz-long setup build serve test test-asan test-ubsan test-tsan format demo-model ds-mini bench-engine clean
+.PHONY: cuda cuda-test fuzz-smoke fuzz-long setup build serve test test-asan test-ubsan test-tsan format demo-model ds-mini bench-engine soak clean
 
 setup:
 	@scripts/setup
@@ -51,6 +55,16 @@ bench-engine: build models/ds-mini/config.json
 
 serve: build $(DEMO_MODEL)/config.json
 	$(DSSERVE) serve --model $(DEMO_MODEL) $(ARGS)
+
+SOAK_SECONDS ?= 600
+SOAK_CONCURRENCY ?= 1000
+SOAK_SEED ?= 1
+SOAK_REPORT ?= build/soak-report.json
+
+soak: build $(DEMO_MODEL)/config.json
+	SOAK_SECONDS=$(SOAK_SECONDS) SOAK_CONCURRENCY=$(SOAK_CONCURRENCY) SOAK_SEED=$(SOAK_SEED) \
+	  SOAK_REPORT=$(abspath $(SOAK_REPORT)) SOAK_MODEL=$(abspath $(DEMO_MODEL)) \
+	  bash tests/server/soak_test.sh $(DSSERVE) $(CURDIR)
 
 test: build
 	cd build/release && ctest -j $(JOBS) --output-on-failure --timeout 600

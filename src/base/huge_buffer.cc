@@ -28,6 +28,11 @@ HugeBuffer::HugeBuffer(size_t bytes) : size_(bytes) {
   data_ = static_cast<uint8_t*>(p);
 }
 
+void HugeBuffer::prefault() {
+  volatile uint8_t* p = data_;
+  for (size_t i = 0; i < mapped_; i += 4096) p[i] = 0;
+}
+
 HugeBuffer::~HugeBuffer() {
   if (data_ != nullptr) munmap(data_, mapped_);
 }

@@ -24,6 +24,11 @@ class HugeBuffer {
   HugeBuffer(const HugeBuffer&) = delete;
   HugeBuffer& operator=(const HugeBuffer&) = delete;
 
+  // Backs every page now (writes one zero byte per 4 KiB page, after the huge-page hint), so the
+  // buffer is resident from here on: a preallocated pool (the KV cache) then costs its memory at
+  // start-up and RSS does not grow as the pool fills.
+  void prefault();
+
   uint8_t* data() { return data_; }
   const uint8_t* data() const { return data_; }
   size_t size() const { return size_; }

@@ -53,6 +53,9 @@ KvCache::KvCache(const KvLayout& layout, int32_t n_pages) : layout_(layout), n_p
   layer_bytes_ =
       layout.d_index > 0 ? align64(index_scales_offset_ + n * sizeof(float)) : index_keys_offset_;
   bytes_ = HugeBuffer(L * layer_bytes_);  // zero-filled: +0.0f scales, zero codes
+  // Preallocated: resident from start-up, so memory use is known at launch and RSS does not grow
+  // while the prefix cache fills the pool.
+  bytes_.prefault();
 }
 
 void KvCache::store(int32_t i_layer, int32_t slot, const float* row) {

@@ -4,11 +4,13 @@
 #include "base/huge_buffer.h"
 
 #include <gtest/gtest.h>
+#include <sys/mman.h>
 
 #include <algorithm>
 #include <fstream>
 #include <string>
 #include <utility>
+#include <vector>
 
 namespace dss {
 namespace {
@@ -32,6 +34,27 @@ TEST(HugeBuffer, ZeroFilledWritableAndMovable) {
   }
   HugeBuffer empty(0);
   EXPECT_EQ(empty.data(), nullptr);
+}
+
+// Pages of [p, p + bytes) resident now (mincore).
+size_t resident_pages(const uint8_t* p, size_t bytes) {
+  std::vector<unsigned char> vec((bytes + 4095) / 4096);
+  EXPECT_EQ(mincore(const_cast<uint8_t*>(p), bytes, vec.data()), 0);
+  return static_cast<size_t>(std::count_if(vec.begin(), vec.end(), [](unsigned char v) {
+    return (v & 1) != 0;
+  }));
+}
+
+// prefault() backs the whole buffer at once (the KV pool's RSS is paid at start-up) and keeps it
+// zero.
+TEST(HugeBuffer, PrefaultMakesEveryPageResident) {
+  for (size_t bytes : {size_t{5000}, size_t{5} << 20}) {
+    HugeBuffer b(bytes);
+    EXPECT_LT(resident_pages(b.data(), bytes), (bytes + 4095) / 4096) << bytes;
+    b.prefault();
+    EXPECT_EQ(resident_pages(b.data(), bytes), (bytes + 4095) / 4096) << bytes;
+    EXPECT_TRUE(std::all_of(b.data(), b.data() + bytes, [](uint8_t x) { return x == 0; }));
+  }
 }
 
 long anon_huge_kb() {

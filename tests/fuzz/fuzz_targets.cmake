@@ -25,6 +25,11 @@ foreach(target ${DSS_FUZZ_TARGETS})
   target_compile_definitions(fuzz_${target}_replay PRIVATE DSS_SOURCE_DIR="${CMAKE_SOURCE_DIR}")
   dss_target_defaults(fuzz_${target}_replay)
 endforeach()
+# GCC's -O2 + ASan flags a false maybe-uninitialized inside Beast's basic_parser::put (a
+# boost::optional returned as none), which only this target calls directly.
+if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
+  target_compile_options(fuzz_request_replay PRIVATE -Wno-maybe-uninitialized)
+endif()
 add_test(NAME fuzz_tokenizer_replay
          COMMAND fuzz_tokenizer_replay --mutations=2000 ${DSS_FUZZ_SEEDS}/tokenizer_cases.jsonl)
 add_test(NAME fuzz_output_parser_replay

@@ -87,7 +87,10 @@ void KvCache::store(int32_t i_layer, int32_t slot, const float* row) {
     uint8_t* kout = layer(i_layer) + index_keys_offset_;
     for (int32_t i = 0; i < y.d_index; ++i) {
       const uint8_t code = f32_to_fp8e4m3(k[i]);
-      DSS_DCHECK(fp8e4m3_to_f32(code) == k[i], "indexer key value is not an e4m3 value");
+      // NaN (non-finite weights or activations) passes through: that request fails at its
+      // logits (engine.cc), the cache stays usable.
+      DSS_DCHECK(std::isnan(k[i]) || fp8e4m3_to_f32(code) == k[i],
+                 "indexer key value is not an e4m3 value");
       kout[index_key_at(s, i)] = code;
     }
     std::memcpy(layer(i_layer) + index_scales_offset_ + 4 * s, &k[y.d_index], 4);

@@ -35,6 +35,7 @@ start_server F --model "$WORK/tiny"
 DSSERVE=$REAL_DSSERVE
 PIDS+=("$F_PID")
 check fdlimit fdlimit "$F_PORT" "$F_PID" "$WORK/F.log"
+kill -0 "$F_PID" 2>/dev/null || { tail -20 "$WORK/F.log" >&2; fail "fd-limited server died"; }
 health_ok "$F_PORT" || FAILED+=("fdlimit-health-after")
 stop_server F
 echo "ok   fd-limited server exited 0 on SIGTERM"

@@ -18,7 +18,8 @@ start_server() {
   "$DSSERVE" serve --port 0 "$@" >"$log" 2>&1 &
   local pid=$!
   local port=""
-  for _ in $(seq 1 300); do
+  # Up to 180 s: under sanitizers on 2 busy cores creating the demo model alone took 36 s.
+  for _ in $(seq 1 1800); do
     port=$(sed -n 's|.* on http://127\.0\.0\.1:\([0-9]*\)$|\1|p' "$log" | head -1)
     [ -n "$port" ] && break
     kill -0 "$pid" 2>/dev/null || { cat "$log" >&2; fail "$name: server exited at start-up"; }

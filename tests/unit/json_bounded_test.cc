@@ -3,6 +3,7 @@
 // ordered_json's semantics (insertion order, first position / last value for duplicate keys).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <string>
 
@@ -44,22 +45,38 @@ TEST(JsonBoundedTest, DocumentPrefixAndSyntaxErrors) {
   EXPECT_FALSE(parse_json_bounded(R"({"a": 1} x)", ""));
 }
 
-TEST(JsonBoundedTest, WideObjectParsesInLinearTime) {
-  // 125k distinct keys (about 1.7 MB): with a linear key search this took tens of seconds.
+// Seconds to parse (best of 3) a body whose "ignored" object has n distinct keys.
+double wide_parse_seconds(int n, OrderedJson* out = nullptr) {
   std::string body = R"({"ignored": {)";
-  for (int i = 0; i < 125000; ++i) {
+  for (int i = 0; i < n; ++i) {
     if (i > 0) body += ',';
     body += str_cat("\"k", i, "\":", i);
   }
   body += R"(}, "model": "m"})";
-  const auto t0 = std::chrono::steady_clock::now();
-  Result<OrderedJson> j = parse_json_bounded(body, "");
-  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  ASSERT_TRUE(j) << j.message();
-  EXPECT_EQ((*j)["ignored"].size(), 125000u);
-  EXPECT_EQ((*j)["ignored"]["k124999"].get<int>(), 124999);
-  EXPECT_EQ((*j)["model"], "m");
-  EXPECT_LT(s, 2.0) << "parse took " << s << " s";
+  double best = 1e9;
+  for (int rep = 0; rep < 3; ++rep) {
+    const auto t0 = std::chrono::steady_clock::now();
+    Result<OrderedJson> j = parse_json_bounded(body, "");
+    best = std::min(best,
+                    std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    EXPECT_TRUE(j) << j.message();
+    if (out && j) *out = std::move(j).value();
+  }
+  return best;
+}
+
+// Parse time grows linearly with an object's width: 4x the keys take ~4x the time (a linear key
+// search, as nlohmann's ordered_map does, takes ~16x: 125k keys took 19.1 s there). A ratio, so
+// it holds on slow sanitizer builds too.
+TEST(JsonBoundedTest, WideObjectParsesInLinearTime) {
+  OrderedJson wide;
+  const double t_small = wide_parse_seconds(31250);
+  const double t_large = wide_parse_seconds(125000, &wide);
+  EXPECT_EQ(wide["ignored"].size(), 125000u);
+  EXPECT_EQ(wide["ignored"]["k124999"].get<int>(), 124999);
+  EXPECT_EQ(wide["model"], "m");
+  EXPECT_LT(t_large / t_small, 8.0)
+      << t_small << " s for 31,250 keys, " << t_large << " s for 125,000";
 }
 
 TEST(JsonBoundedTest, OrderedSemanticsKept) {

@@ -7,24 +7,13 @@
 #include <string>
 
 #include "text/detokenizer.h"
-#include "text/tokenizer.h"
 #include "text/utf8.h"
+
+#include "tests/fuzz/fuzz_tokenizer_dir.h"
 
 namespace {
 
-const dss::Tokenizer& tokenizer() {
-  static const dss::Tokenizer* tok = [] {
-    const char* env = std::getenv("DSS_TOKENIZER_DIR");
-    std::string dir = env ? env : DSS_SOURCE_DIR "/third_party/tokenizer/deepseek-v3";
-    auto t = dss::Tokenizer::load_dir(dir);
-    if (!t) {
-      std::fprintf(stderr, "fuzz_tokenizer: %s (run scripts/setup)\n", t.message().c_str());
-      std::abort();
-    }
-    return new dss::Tokenizer(std::move(t).value());
-  }();
-  return *tok;
-}
+const dss::Tokenizer& tokenizer() { return fuzz_tokenizer("fuzz_tokenizer"); }
 
 void require(bool ok, const char* what) {
   if (!ok) {

@@ -68,13 +68,10 @@ inline constexpr int64_t kNoPrefetch = -1;       // a GEMV's prefetch_bytes: no 
 // of fewer than 4 tiles; kPrefetchBytes for runs of 1-2. (The bf16-dot path's rule is
 // Bf16GemvPrefetchBytes: its 1-2 tokens run one tile, also without hints.) With the hints, a cold
 // 4-tile run's reads and arithmetic added up instead of overlapping: the hardware prefetchers
-// stream its 4 tile streams (4-32 KiB apart) faster alone (bench/micro/stream_hint_bench, one
-// thread, 4 FMAs per vector: cold 16.7 GB/s with hints 2 KiB ahead, 19.2 without, against 24.3 for
-// a plain read and 58.7 in cache). Measured on a Zen 4 VM only, not yet on Zen 5 (where the earlier
-// GEMV tuning was done); bench-model --ab-variants 2 figures in docs/bench.md (thirteenth session):
-// batch 1 -13 to -21% per forward, batch 16 -4%. Runs of 1-2 tiles keep the hints: without them the
-// f32 path's 2-token experts at batch 16 ran ~3% slower and the bf16-dot lm_head at 16 tokens (one
-// tile per run) ~20%.
+// stream its 4 tile streams (4-32 KiB apart) faster alone (bench/micro/stream_hint_bench shows the
+// pattern). Measured at a18475b on a Zen 4 VM only, not yet on Zen 5 (where the earlier GEMV
+// tuning was done): batch 1 -13 to -21% per forward (bench-model --ab-variants 2). Runs of 1-2
+// tiles keep the hints, which were faster there. Figures: docs/measurements.md#gemvprefetchbytes.
 constexpr int64_t GemvPrefetchBytes(int run) { return run >= 4 ? kNoPrefetch : kPrefetchBytes; }
 
 template <typename TW>
@@ -176,10 +173,10 @@ static_assert(kTiledGroup < 3 || NextGroup(kTiledGroup + 1) == kTiledGroup - 1);
 // Tiled: token counts from which the GEMM path (weights decoded once per block into an L1 panel)
 // beats decoding them in registers once per token group. FP8's decode costs more than the FMAs of
 // a 1-2 token group, so where a group holds <= 3 tokens (AVX2: 16 registers; a group of 3 spills
-// one accumulator) 3 and 4 FP8 tokens go to the GEMM: measured on Zen 3 (one thread, 256 x 1024
-// FP8 in L2, best of 300; with the earlier F16C decode) 4 tokens 63-69 us in registers vs 48-51
-// us through the panel, 3 tokens 39-40 vs 36-38. BF16 / I8 decode in 2 operations per vector and
-// stay in registers to 4 tokens.
+// one accumulator) 3 and 4 FP8 tokens go to the GEMM: measured on Zen 3 (0603074; one thread, 256
+// x 1024 FP8 in L2, best of 300; with the earlier F16C decode) 4 tokens 63-69 us in registers vs
+// 48-51 us through the panel (docs/measurements.md#ktiledgemmmintokens). BF16 / I8 decode in 2
+// operations per vector and stay in registers to 4 tokens.
 template <typename T>
 inline constexpr int64_t kTiledGemmMinTokens = (std::is_same_v<T, uint8_t> && kTiledGroup < 5)
                                                    ? 3
@@ -356,12 +353,9 @@ HWY_INLINE void WithGroup(int g, Args&&... args) {
 // not ending on a kNT-tile boundary keeps 2x the chains of single tiles), then one by one.
 // block(t, width) for tiles [t, t + width), width a std::integral_constant<int, 1 | 2 | kNT>.
 // The bf16-dot path's 1-token runs took the 2-tile step in 21d3cee (W_UV's 2 tiles per head had run
-// one by one): cold_stream_bench, W_UV's 8 heads on one thread, 2 alternating runs, in cache
-// 44.2 / 44.2 -> 58.9 / 60.0 GB/s, cold 13.3 / 11.8 -> 15.7 / 16.3; bench-model --ab-variants 2,
-// batch 1, 7 runs: mla.attn -5.5 / +2.9 / -10.7 / -4.3 / -8.7 / -9.2 / -6.4%. Since the
-// fourteenth session its 1-2-token runs are one tile (Bf16GemvRun), W_UV's 2 tiles one by one
-// again: batch 1's whole MLA phase per forward measured +2.1 to -10.7% against the 4-tile runs
-// (8 runs), W_UK^T cold 5.2-5.7 -> 8.1-8.4 GB/s (cold_stream_bench).
+// one by one; its 8 heads in cache 44.2 -> 58.9-60.0 GB/s in cold_stream_bench on a Zen 5 VM).
+// Since 969bee7 its 1-2-token runs are one tile (Bf16GemvRun), W_UV's 2 tiles one by one again.
+// Figures: docs/measurements.md#fortileblocks.
 template <int kNT, class Block>
 HWY_INLINE void ForTileBlocks(int nt, const Block& block) {
   int t = 0;
@@ -496,9 +490,8 @@ HWY_INLINE void TiledGemmTile(const TiledView<T>& m, int64_t ti, const float* HW
       // group's micro-kernel, a column per step, so its lines arrive while this block's
       // micro-kernels run: the decode alone is too short to hide DRAM latency behind the
       // hardware prefetcher, which restarts at every 4 KiB page, and a burst of 128 prefetches
-      // during the decode stalled on the outstanding-miss limit (matmul_bench 16 tokens, 4
-      // alternating rounds: BM_Gemv_BF16_Tiled 185-227 -> 210-266 GFLOP/s, FP8 236-277 ->
-      // 250-309).
+      // during the decode stalled on the outstanding-miss limit (matmul_bench 16 tokens, 4c30a47:
+      // BM_Gemv_BF16_Tiled 185-227 -> 210-266 GFLOP/s; docs/measurements.md#tiled-gemm-prefetch).
       const auto* next = reinterpret_cast<const uint8_t*>(wt + (c0 + kTiledCols) * kTileRows);
       for (int64_t c = 0; c < nc; ++c) {
         hn::Vec<decltype(df)> w[kTiledVecs];

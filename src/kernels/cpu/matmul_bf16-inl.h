@@ -209,31 +209,21 @@ HWY_INLINE void Bf16GemvBlock(const T* HWY_RESTRICT wt, int64_t tile_stride, int
 // Tiles the bf16-dot GEMV runs side by side for a group of g tokens: 1 for 1-2 tokens and 7-8, 2
 // for 3-6.
 //
-// 1-2 tokens (since the fourteenth session; 4 tiles before): one contiguous tile stream per thread,
-// without software prefetch (Bf16GemvPrefetchBytes), with 2-4 accumulator chains. A decode reads
-// these weights from DRAM, where the hardware prefetchers stream one run faster than 4 tile streams
-// side by side (bench/micro/stream_hint_bench shows the pattern); in cache the chains' latency
-// bounds it instead. Measured on a Zen 4 VM (bench-model --ab-variants, 3 variants and 2 + 2 runs
-// with the order swapped, time per forward against 4 tiles without hints): batch 1 -3.2 to -8.2%
-// (lm_head -0.4 to -9.9%, the experts -6 to -12%), batch 4 -1.0 to -5.1%, batch 16 +0.2 to -2.4%; 2
-// tiles, and one tile with 2 KiB hints, were slower than one without. Not measured on Zen 5, where
-// the 4-tile runs below were chosen (with hints then, in cache and cold).
+// 1-2 tokens (969bee7; 4 tiles before): one contiguous tile stream per thread, without software
+// prefetch (Bf16GemvPrefetchBytes), with 2-4 accumulator chains. A decode reads these weights from
+// DRAM, where the hardware prefetchers stream one run faster than 4 tile streams side by side
+// (bench/micro/stream_hint_bench shows the pattern); in cache the chains' latency bounds it
+// instead. Measured on a Zen 4 VM (bench-model --ab-variants, time per forward against 4 tiles
+// without hints): batch 1 -3.2 to -8.2%; 2 tiles, and one tile with 2 KiB hints, were slower than
+// one without. Not measured on Zen 5, where 4 tiles had been chosen (with hints then; for 2 tokens
+// in 32d1559, faster there than 2 tiles).
 //
 // 3-6 tokens have 12-24 accumulator chains (2 vectors x g x tiles) where the f32 path's GemvTiles
 // gives them one tile (6-12 chains: enough for FMA's 4 cycles, not for vdpbf16ps's ~6 at 2 per
-// cycle on Zen 5). matmul_bench, 2 threads, 3 alternating rounds, in cache:
-// BM_Gemm_FP8_Expert_Bf16DotPairs/3 299-309 -> 394-397 GFLOP/s, /4 360-377 -> 428-439,
-// BM_Gemm_BF16_1024_Bf16DotPairs/6 594-599 -> 622-627, /12 (6 + 6) 584-605 -> 599-631. More tiles
-// for 1 token (6: 12 chains) were slower (/1 ~215 -> ~200: its decode, not the chains' latency,
-// bounds it), and so were 3 tiles for 2 tokens (/2 ~320 -> ~285) and groups of 6 on 2 tiles for 8
-// and 16 tokens (BM_LmHead_BF16_Bf16DotPairs/16 642-672 -> 535-544); 4 tiles for 2 tokens (16
-// chains, one 128-row scale block where the run starts on a 4-tile boundary, as an expert's 128-row
-// units do; 2 tiles gave 8) were faster there: BM_Gemm_FP8_Expert_Bf16DotPairs/2 301-311 -> 313-318
-// GFLOP/s (3 alternating rounds), cold_stream_bench --tokens 2 (one thread, 2 alternating runs) the
-// expert gate cold 27.0 / 27.6 -> 29.1 / 29.5 GB/s and 10 expert matrices back to back 26.9 / 25.6
-// -> 34.1 / 35.1, bench-model --ab-variants 2 (3 runs) the experts per forward at batch 16 -2.0 /
-// -4.0 / -1.2% and at batch 4 -1.6 / -3.1 / -3.6% (a batch-16 expert sees ~2.4 tokens; with hints,
-// Zen 5). Each (row, token) chain does not depend on it.
+// cycle on Zen 5): BM_Gemm_FP8_Expert_Bf16DotPairs/3 in cache 299-309 -> 394-397 GFLOP/s (b048b4b,
+// Zen 5). More tiles for 1 token, 3 tiles for 2 tokens and groups of 6 on 2 tiles for 8 and 16
+// tokens were slower. Each (row, token) chain does not depend on it. Figures:
+// docs/measurements.md#bf16gemvrun.
 constexpr int Bf16GemvRun(int g) { return g >= 3 && g <= 6 ? 2 : 1; }
 inline constexpr int kMaxBf16GemvRun = 2;
 
@@ -260,17 +250,12 @@ struct Bf16GemvFn {
 // Token counts from which the GEMM path (a decoded panel per block) takes over from decoding in
 // registers per token group: FP8 as the f32 path; BF16's pair decode (two loads and two
 // interleaves per 64 weights) is cheap enough to redo per group up to 16 tokens
-// (matmul_bench 2 threads, 3 alternating rounds: BM_LmHead_BF16_Bf16Dot/16 192/275/222 ->
-// 242/336/256 GFLOP/s; FP8 in registers at 16 tokens was slower, BM_Gemv_FP8_Bf16Dot/16
-// 362-396 -> 324-346). Measured on kTiled; kTiledPairs decodes cheaper in registers still, and
-// FP8's crossover held there (cold_stream_bench --tokens 4 / 5, one thread, kTiledPairs in cache:
-// 4 tokens in registers 23.9-24.5 GB/s, ~195 GFLOP/s; 5 through the panel 24.3, ~243). With
-// groups of 8 (kBf16GemvGroup) FP8 at 5-8 tokens ran faster in registers than through the panel
-// in cache (a 512x1024 expert, one thread: 5 tokens 20.8-23.7 against 28.5-29.1 us, 8 tokens
-// 27.6-30.3 against 36.7-40.0) but not cold (cold_stream_bench, 2 alternating rounds, the expert
-// gate from DRAM: 6 tokens 12.1 / 12.1 GB/s against 11.4 / 14.3, 8 tokens 11.1 / 10.7 against
-// 11.9 / 12.4), which is how a decode step reads it: FP8 keeps the panel from 5. BF16's 17 was
-// not re-measured with groups of 8 or on kTiledPairs.
+// (BM_LmHead_BF16_Bf16Dot/16 242-336 GFLOP/s in registers against 192-275 through the panel,
+// 77ab844 on a Zen 5 VM; FP8 in registers at 16 tokens was slower). Measured on kTiled;
+// kTiledPairs decodes cheaper in registers still, and FP8's crossover held there. With groups of 8
+// (kBf16GemvGroup) FP8 at 5-8 tokens ran faster in registers than through the panel in cache but
+// not cold, which is how a decode step reads it: FP8 keeps the panel from 5. BF16's 17 was not
+// re-measured with groups of 8 or on kTiledPairs. Figures: docs/measurements.md#kbf16gemmmintokens.
 template <typename T>
 inline constexpr int64_t kBf16GemmMinTokens =
     std::is_same_v<T, uint16_t> ? 17 : kTiledGemmMinTokens<T>;
@@ -279,10 +264,9 @@ inline constexpr int64_t kBf16GemmMinTokens =
 // (vdpbf16ps: ~6 cycles latency at 2 per cycle on Zen 5, 12 chains to keep both pipes busy), and
 // 9-16 tokens in two groups, the first one larger for odd counts (16: 8 + 8 instead of the f32
 // path's 6 + 6 + 4, whose last group has 8 chains; 9: 5 + 4). A (row, token) chain does not
-// depend on the grouping. matmul_bench, 2 threads, 7 alternating rounds against groups of 6:
-// BM_LmHead_BF16_Bf16DotPairs/16 (lm_head from DRAM) 355-449 -> 389-509 GFLOP/s, faster in 6 of
-// 7 (median +10%); BM_Gemm_BF16_1024_Bf16DotPairs/16 (in cache) 389-473 -> 459-524, faster in 6
-// of 7. Bf16NextGroup(n) for 1 <= n < kBf16GemmMinTokens<T> (n > 16 never reaches the GEMV).
+// depend on the grouping. BM_LmHead_BF16_Bf16DotPairs/16 (lm_head from DRAM) median +10% against
+// groups of 6 (a21a4a8, Zen 5 VM; docs/measurements.md#kbf16gemvgroup). Bf16NextGroup(n) for
+// 1 <= n < kBf16GemmMinTokens<T> (n > 16 never reaches the GEMV).
 inline constexpr int kBf16GemvGroup = 8;
 inline constexpr int Bf16NextGroup(int64_t n) {
   return static_cast<int>(
@@ -305,8 +289,8 @@ static_assert(Bf16GemvRunsFit());
 // prefetch_bytes; StreamAhead), from its first token group (Bf16NextGroup): kNoPrefetch for 1-2
 // tokens (one tile per run, one stream: the hardware prefetchers alone; Bf16GemvRun),
 // kPrefetchBytes for groups of 3-6 (3-6 and 9-12 tokens, 2 tiles per run) and 7-8 (7-8 and 13-16
-// tokens, one tile per run: without the hints lm_head at 16 tokens ran ~20% slower, thirteenth
-// session).
+// tokens, one tile per run: without the hints lm_head at 16 tokens ran ~20% slower, measured at
+// a18475b on a Zen 4 VM).
 constexpr int64_t Bf16GemvPrefetchBytes(int64_t n_tok) {
   return Bf16NextGroup(n_tok) <= 2 ? kNoPrefetch : kPrefetchBytes;
 }

@@ -24,7 +24,7 @@ inline constexpr int64_t kMatmulBlockGrainTokens = 5;
 // tokens, AVX2 from 3, bf16-dot BF16 from 17) on matrices of fewer than kMatmulGuidedTiles tiles
 // per thread: n_threads or 2 n_threads parts of equal tile counts (2 where each part keeps
 // kMatmulMinPartTiles tiles, the f32 GEMV's 4 tiles side by side at 1 token; the bf16-dot GEMV
-// runs 1-2 tokens one tile at a time since the fourteenth session, not re-measured here), claimed
+// runs 1-2 tokens one tile at a time since 969bee7, not re-measured here), claimed
 // as any parallel_for chunk.
 inline constexpr int64_t kMatmulGuidedTiles = 64;
 inline constexpr int64_t kMatmulMinPartTiles = 4;
@@ -32,9 +32,9 @@ inline constexpr int64_t kMatmulBlockGrainChunks = 4;
 // The row grain from kMatmulBlockGrainTokens tokens on a matrix too small for whole scale blocks
 // (and at least this many rows per thread): two tiles, so the GEMM (FP8 from 5 tokens on
 // AVX-512) decodes two-tile panels (4 weight loads per 4 x kG vdpbf16ps instead of 2 per 2 x kG)
-// and converts the activations per two tiles, not per one (decode batch 16's q_a + kv_a, 384 +
-// 288 rows: 82-86 -> 73-76 us per layer; BM_Gemm_FP8_Expert_Bf16DotPairs/48, a 512-row matrix
-// through matmul_parallel, 510-521 -> 627-629 GFLOP/s). BF16 under the bf16-dot GEMV (to 16
+// and converts the activations per two tiles, not per one (BM_Gemm_FP8_Expert_Bf16DotPairs/48, a
+// 512-row matrix through matmul_parallel, 510-521 -> 627-629 GFLOP/s at 05c67c8 on a Zen 5 VM;
+// docs/measurements.md#kmatmulgemmgrainrows). BF16 under the bf16-dot GEMV (to 16
 // tokens) takes its tiles in GEMV runs of 1-2 tiles at 5-16 tokens (matmul_bf16-inl.h
 // Bf16GemvRun), which the two-tile grain leaves whole.
 inline constexpr int64_t kMatmulGemmGrainRows = 2 * kTileRows;

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <filesystem>
 
+#include "apps/dsserve/default_tokenizer_dir.h"
+
 namespace dss::app {
 
 void add_bench_flags(CLI::App* cmd, bench::BenchOptions& o, BenchFlagText& t) {
@@ -39,8 +41,8 @@ void add_bench_flags(CLI::App* cmd, bench::BenchOptions& o, BenchFlagText& t) {
                   "Goodput targets, e.g. ttft:500,tpot:100 (ms; keys ttft, tpot, e2el)");
   cmd->add_option("--tokenizer", o.tokenizer_dir,
                   "Directory with tokenizer.json used to build exact-length prompts (default: "
-                  "--model's directory when it has one, else the DeepSeek-V3 tokenizer from "
-                  "scripts/setup)");
+                  "--model's directory when it has one, else $DSS_TOKENIZER_DIR, else "
+                  "third_party/tokenizer/deepseek-v3 above the executable, from scripts/setup)");
   cmd->add_flag("--no-progress", t.no_progress,
                 "No progress bar (it is drawn only on a TTY anyway)");
 }
@@ -61,8 +63,11 @@ Status finish_bench_flags(const BenchFlagText& t, bench::BenchOptions& o) {
   if (!slo) return slo.status();
   o.slo = *slo;
   o.progress = !t.no_progress;
+  if (o.tokenizer_dir.empty()) o.tokenizer_dir = default_tokenizer_dir();
   if (o.tokenizer_dir.empty())
-    o.tokenizer_dir = DSS_SOURCE_DIR "/third_party/tokenizer/deepseek-v3";
+    return Status::error(
+        "--tokenizer: not given, and no default ($DSS_TOKENIZER_DIR is unset and no "
+        "third_party/tokenizer/deepseek-v3 lies above the executable)");
   return Status::ok();
 }
 

@@ -4,8 +4,8 @@
 #include <CLI/CLI.hpp>
 #include <string>
 
+#include "apps/bench/benchmark.h"
 #include "base/status.h"
-#include "bench/benchmark.h"
 
 namespace dss::app {
 

@@ -1,14 +1,14 @@
 // `dsserve bench`: a serving benchmark against any OpenAI-compatible server (dsserve, vLLM,
 // SGLang, llama-server), with vLLM `bench serve`'s metric definitions and result keys
-// (src/bench, docs/bench.md).
+// (apps/bench, docs/bench.md).
 #include <cmath>
 #include <cstdio>
 #include <fstream>
 
+#include "apps/bench/benchmark.h"
+#include "apps/bench/report.h"
 #include "apps/dsserve/bench_flags.h"
 #include "apps/dsserve/commands.h"
-#include "bench/benchmark.h"
-#include "bench/report.h"
 
 namespace dss::app {
 

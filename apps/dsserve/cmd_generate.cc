@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <deque>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <map>
 #include <mutex>
@@ -14,11 +15,9 @@
 #include "base/clock.h"
 #include "engine/engine.h"
 #include "io/json.h"
-#include "sample/stop_string_matcher.h"
-#ifdef DSS_HAVE_TEXT
-#include "text/detokenizer.h"
+#include "server/choice_stream.h"
+#include "server/schemas.h"
 #include "text/tokenizer.h"
-#endif
 
 namespace dss::app {
 
@@ -32,151 +31,82 @@ struct GenerateArgs {
   bool show_events = false;
 };
 
-// Reads sampling fields of one request object over `p`; errors name the field.
-Status parse_sampling(const Json& j, SamplingParams& p) {
-  auto num = [&](const char* k, auto& out) -> Status {
-    if (!j.contains(k) || j[k].is_null()) return Status::ok();
-    if (!j[k].is_number()) return Status::error(k, ": must be a number");
-    out = j[k].get<std::remove_reference_t<decltype(out)>>();
-    return Status::ok();
-  };
-  DSS_RETURN_IF_ERROR(num("max_tokens", p.max_tokens));
-  DSS_RETURN_IF_ERROR(num("min_tokens", p.min_tokens));
-  DSS_RETURN_IF_ERROR(num("temperature", p.temperature));
-  DSS_RETURN_IF_ERROR(num("top_p", p.top_p));
-  DSS_RETURN_IF_ERROR(num("top_k", p.top_k));
-  DSS_RETURN_IF_ERROR(num("min_p", p.min_p));
-  DSS_RETURN_IF_ERROR(num("repetition_penalty", p.repetition_penalty));
-  DSS_RETURN_IF_ERROR(num("frequency_penalty", p.frequency_penalty));
-  DSS_RETURN_IF_ERROR(num("presence_penalty", p.presence_penalty));
-  DSS_RETURN_IF_ERROR(num("logprobs", p.logprobs));
-  if (j.contains("seed") && !j["seed"].is_null()) {
-    if (!j["seed"].is_number_integer()) return Status::error("seed: must be an integer");
-    p.seed = j["seed"].get<uint64_t>();
-  }
-  if (j.contains("ignore_eos")) {
-    if (!j["ignore_eos"].is_boolean()) return Status::error("ignore_eos: must be true or false");
-    p.ignore_eos = j["ignore_eos"].get<bool>();
-  }
-  if (j.contains("stop")) {
-    if (j["stop"].is_string()) {
-      p.stop = {j["stop"].get<std::string>()};
-    } else if (j["stop"].is_array()) {
-      for (const Json& s : j["stop"]) {
-        if (!s.is_string()) return Status::error("stop: must be a string or a list of strings");
-        p.stop.push_back(s.get<std::string>());
-      }
-    } else {
-      return Status::error("stop: must be a string or a list of strings");
-    }
-  }
-  if (j.contains("stop_token_ids")) {
-    if (!j["stop_token_ids"].is_array())
-      return Status::error("stop_token_ids: must be a list of token ids");
-    for (const Json& s : j["stop_token_ids"]) {
-      if (!s.is_number_integer())
-        return Status::error("stop_token_ids: must be a list of token ids");
-      p.stop_token_ids.push_back(s.get<TokenId>());
-    }
-  }
-  return Status::ok();
-}
-
 struct Job {
   std::vector<TokenId> prompt;
   SamplingParams params;
   RequestId id = 0;
-  std::vector<TokenId> out;
-  std::string text;
-  std::optional<StopStringMatcher> stop;
+  // Detokenizer + stop strings, the server's pipeline for /v1/completions (no hidden final
+  // tokens: the text of an EOS or stop token id is shown unless skip_special_tokens hides it).
+  std::optional<ChoiceStream> stream;
   std::string finish = "";
   TokenEvent last;
   double t_first = 0.0;
   bool done = false;
   std::string error;
-#ifdef DSS_HAVE_TEXT
-  std::optional<IncrementalDetokenizer> detok;
-#endif
 };
 
-int run_generate(GenerateArgs& a) {
-  if (a.prompt.empty() == a.requests_file.empty()) {
-    std::fprintf(stderr, "dsserve generate: give exactly one of --prompt or --requests\n");
-    return 2;
-  }
-#ifdef DSS_HAVE_TEXT
-  std::optional<Tokenizer> tok;
-  {
-    std::ifstream probe(a.engine.model_dir + "/tokenizer.json");
-    if (probe) {
-      auto t = Tokenizer::load_dir(a.engine.model_dir);
-      if (!t) {
-        std::fprintf(stderr, "dsserve generate: %s\n", t.message().c_str());
-        return 1;
-      }
-      tok = std::move(*t);
+// Prompt text -> token ids; an error without a tokenizer (prompt_ids still work).
+using Encoder = std::function<Result<std::vector<TokenId>>(const std::string&)>;
+
+// One JSONL request: {"prompt_ids": [...]} or {"prompt": "..."} plus the sampling fields of
+// /v1/completions (server/schemas.h parse_sampling_params) over the command-line defaults.
+Result<Job> parse_job(const std::string& line, const SamplingParams& defaults,
+                      const Encoder& encode) {
+  OrderedJson j = OrderedJson::parse(line, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) return Status::error("not a JSON object");
+  Job job;
+  job.params = defaults;
+  DSS_RETURN_IF_ERROR(parse_sampling_params(j, job.params));
+  if (j.contains("prompt_ids")) {
+    if (!j["prompt_ids"].is_array())
+      return Status::error("prompt_ids: must be a list of token ids");
+    for (const auto& t : j["prompt_ids"]) {
+      if (!t.is_number_integer()) return Status::error("prompt_ids: must be a list of token ids");
+      job.prompt.push_back(t.get<TokenId>());
     }
+  } else if (j.contains("prompt") && j["prompt"].is_string()) {
+    auto ids = encode(j["prompt"].get<std::string>());
+    if (!ids) return Status::error("prompt: ", ids.message());
+    job.prompt = *ids;
+  } else {
+    return Status::error("needs \"prompt_ids\" (list of ids) or \"prompt\" (text)");
   }
-  auto encode = [&](const std::string& text) -> Result<std::vector<TokenId>> {
-    if (!tok)
-      return Status::error(
-          "the model directory has no tokenizer.json: give prompt_ids instead of text");
-    return tok->encode(text, EncodeOptions{tok->add_bos_default(), true});
-  };
-#else
-  auto encode = [&](const std::string&) -> Result<std::vector<TokenId>> {
-    return Status::error("built without the text layer: give prompt_ids instead of text");
-  };
-#endif
-  std::vector<Job> jobs;
+  return job;
+}
+
+// The jobs of --prompt or --requests; false after printing the error (exit code 2).
+bool read_jobs(const GenerateArgs& a, const Encoder& encode, std::vector<Job>& jobs) {
   if (!a.prompt.empty()) {
     auto ids = encode(a.prompt);
     if (!ids) {
       std::fprintf(stderr, "dsserve generate: --prompt: %s\n", ids.message().c_str());
-      return 2;
+      return false;
     }
     jobs.push_back(Job{*ids, a.defaults});
-  } else {
-    std::ifstream in(a.requests_file);
-    if (!in) {
-      std::fprintf(stderr, "dsserve generate: %s: cannot open\n", a.requests_file.c_str());
-      return 2;
-    }
-    std::string line;
-    for (int n = 1; std::getline(in, line); ++n) {
-      if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-      auto bad = [&](const std::string& why) {
-        std::fprintf(stderr, "dsserve generate: %s:%d: %s\n", a.requests_file.c_str(), n,
-                     why.c_str());
-        return 2;
-      };
-      Json j = Json::parse(line, nullptr, false);
-      if (j.is_discarded() || !j.is_object()) return bad("not a JSON object");
-      Job job;
-      job.params = a.defaults;
-      if (Status s = parse_sampling(j, job.params); !s) return bad(s.message());
-      if (j.contains("prompt_ids")) {
-        if (!j["prompt_ids"].is_array()) return bad("prompt_ids: must be a list of token ids");
-        for (const Json& t : j["prompt_ids"]) {
-          if (!t.is_number_integer()) return bad("prompt_ids: must be a list of token ids");
-          job.prompt.push_back(t.get<TokenId>());
-        }
-      } else if (j.contains("prompt") && j["prompt"].is_string()) {
-        auto ids = encode(j["prompt"].get<std::string>());
-        if (!ids) return bad("prompt: " + ids.message());
-        job.prompt = *ids;
-      } else {
-        return bad("needs \"prompt_ids\" (list of ids) or \"prompt\" (text)");
-      }
-      jobs.push_back(std::move(job));
-    }
+    return true;
   }
-  auto engine = Engine::create(a.engine);
-  if (!engine) {
-    std::fprintf(stderr, "dsserve generate: %s\n", engine.message().c_str());
-    return 1;
+  std::ifstream in(a.requests_file);
+  if (!in) {
+    std::fprintf(stderr, "dsserve generate: %s: cannot open\n", a.requests_file.c_str());
+    return false;
   }
-  // Events go through a queue to this thread, which detokenizes and applies stop strings.
+  std::string line;
+  for (int n = 1; std::getline(in, line); ++n) {
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    Result<Job> job = parse_job(line, a.defaults, encode);
+    if (!job) {
+      std::fprintf(stderr, "dsserve generate: %s:%d: %s\n", a.requests_file.c_str(), n,
+                   job.message().c_str());
+      return false;
+    }
+    jobs.push_back(std::move(job).value());
+  }
+  return true;
+}
+
+// Submits every job and consumes the events on this thread (detokenization and stop strings run
+// here; a stop string cancels its engine request) until each job has its last event.
+void run_jobs(Engine& engine, const Tokenizer* tok, std::vector<Job>& jobs) {
   std::mutex mu;
   std::condition_variable cv;
   std::deque<TokenEvent> queue;
@@ -187,10 +117,9 @@ int run_generate(GenerateArgs& a) {
   };
   std::map<RequestId, size_t> by_id;
   size_t n_open = 0;
-  const double t_start = now_seconds();
   for (size_t i = 0; i < jobs.size(); ++i) {
     Job& job = jobs[i];
-    auto id = (*engine)->submit(GenerateRequest{job.prompt, job.params}, sink);
+    auto id = engine.submit(GenerateRequest{job.prompt, job.params}, sink);
     if (!id) {
       job.error = id.message();
       job.done = true;
@@ -199,11 +128,12 @@ int run_generate(GenerateArgs& a) {
     job.id = *id;
     by_id[*id] = i;
     ++n_open;
-    if (!job.params.stop.empty())
-      job.stop.emplace(job.params.stop, job.params.include_stop_str_in_output);
-#ifdef DSS_HAVE_TEXT
-    if (tok) job.detok.emplace(*tok, job.params.skip_special_tokens);
-#endif
+    ChoiceStreamOptions so;
+    so.chat = false;
+    so.stop = job.params.stop;
+    so.include_stop_str = job.params.include_stop_str_in_output;
+    so.skip_special = job.params.skip_special_tokens;
+    job.stream.emplace(tok, std::move(so));
   }
   while (n_open > 0) {
     TokenEvent e;
@@ -216,29 +146,18 @@ int run_generate(GenerateArgs& a) {
     Job& job = jobs[by_id.at(e.id)];
     if (job.done) continue;
     if (e.has_token) {
-      if (job.out.empty()) job.t_first = e.t_event;
-      job.out.push_back(e.token);
-#ifdef DSS_HAVE_TEXT
-      if (job.detok) {
-        std::string delta = job.detok->push(e.token);
-        if (e.is_last()) delta += job.detok->finish();
-        if (job.stop) {
-          const StopFeedResult r = job.stop->feed(delta);
-          job.text += r.text;
-          if (r.stopped) {  // the stop string ends the request here
-            (*engine)->cancel(job.id);
-            job.finish = "stop";
-            job.last = e;
-            job.done = true;
-            --n_open;
-            continue;
-          }
-          if (e.is_last()) job.text += job.stop->finish();
-        } else {
-          job.text += delta;
-        }
+      if (job.stream->token_ids().empty()) job.t_first = e.t_event;
+      ChoiceDelta d;
+      job.stream->push_token(e, false, d);
+      if (e.is_last() && !job.stream->stopped()) job.stream->finish(d);
+      if (job.stream->stopped()) {  // the stop string ends the request here
+        engine.cancel(job.id);
+        job.finish = "stop";
+        job.last = e;
+        job.done = true;
+        --n_open;
+        continue;
       }
-#endif
     }
     if (e.is_last()) {
       job.last = e;
@@ -249,6 +168,10 @@ int run_generate(GenerateArgs& a) {
       --n_open;
     }
   }
+}
+
+// One JSON line per job, in input order.
+void print_jobs(const std::vector<Job>& jobs, bool with_text) {
   for (size_t i = 0; i < jobs.size(); ++i) {
     const Job& j = jobs[i];
     OrderedJson o;
@@ -260,16 +183,46 @@ int run_generate(GenerateArgs& a) {
     }
     o["prompt_tokens"] = j.prompt.size();
     o["cached_tokens"] = j.last.n_cached_prompt;
-    o["output_ids"] = j.out;
-#ifdef DSS_HAVE_TEXT
-    if (j.detok) o["text"] = j.text;
-#endif
+    o["output_ids"] = j.stream->token_ids();
+    if (with_text) o["text"] = j.stream->text();
     o["finish_reason"] = j.finish;
     o["queue_s"] = j.last.t_scheduled > 0 ? j.last.t_scheduled - j.last.t_arrival : 0.0;
     o["ttft_s"] = j.t_first > 0 ? j.t_first - j.last.t_arrival : 0.0;
     o["e2e_s"] = j.last.t_event - j.last.t_arrival;
     std::cout << o.dump() << "\n";
   }
+}
+
+int run_generate(GenerateArgs& a) {
+  if (a.prompt.empty() == a.requests_file.empty()) {
+    std::fprintf(stderr, "dsserve generate: give exactly one of --prompt or --requests\n");
+    return 2;
+  }
+  std::optional<Tokenizer> tok;
+  if (std::ifstream probe(a.engine.model_dir + "/tokenizer.json"); probe) {
+    auto t = Tokenizer::load_dir(a.engine.model_dir);
+    if (!t) {
+      std::fprintf(stderr, "dsserve generate: %s\n", t.message().c_str());
+      return 1;
+    }
+    tok = std::move(*t);
+  }
+  const Encoder encode = [&](const std::string& text) -> Result<std::vector<TokenId>> {
+    if (!tok)
+      return Status::error(
+          "the model directory has no tokenizer.json: give prompt_ids instead of text");
+    return tok->encode(text, EncodeOptions{tok->add_bos_default(), true});
+  };
+  std::vector<Job> jobs;
+  if (!read_jobs(a, encode, jobs)) return 2;
+  auto engine = Engine::create(a.engine);
+  if (!engine) {
+    std::fprintf(stderr, "dsserve generate: %s\n", engine.message().c_str());
+    return 1;
+  }
+  const double t_start = now_seconds();
+  run_jobs(**engine, tok ? &*tok : nullptr, jobs);
+  print_jobs(jobs, tok.has_value());
   const EngineStats st = (*engine)->stats();
   std::fprintf(stderr,
                "generate: %zu requests in %.3f s; %lld prompt tokens computed, %lld generated, "

@@ -49,11 +49,11 @@ struct LogitsArgs {
   int32_t decode = 0;
   std::string attn = "auto";
   int32_t chunk = 512;
-  std::string weight_dtype;
-  std::string weight_layout = "tiled";
-  std::string lm_head_dtype;
-  std::string matmul_dtype;
-  std::string act_quant = "none";
+  WeightDType weight_dtype = WeightDType::kAsStored;
+  WeightStorage weight_layout = WeightStorage::kTiled;
+  WeightDType lm_head_dtype = WeightDType::kAsStored;
+  MatmulDType matmul_dtype = MatmulDType::kAuto;
+  ActQuant act_quant = ActQuant::kNone;
   int32_t n_threads = 0;
 };
 
@@ -138,8 +138,7 @@ void add_logits(CLI::App& app) {
       ->check(CLI::IsMember({"auto", "naive", "absorbed"}));
   cmd->add_option("--chunk", a->chunk, "Prefill chunk size in tokens")->check(CLI::PositiveNumber);
   add_weight_flags(cmd, a->weight_dtype, a->weight_layout, a->lm_head_dtype, a->matmul_dtype);
-  cmd->add_option("--act-quant", a->act_quant, "none | fp8 (W8A8 for FP8 weights)")
-      ->check(CLI::IsMember({"none", "fp8"}));
+  add_act_quant_flag(cmd, a->act_quant);
   cmd->add_option("--threads", a->n_threads, "Compute threads (0: all hardware threads)")
       ->check(CLI::NonNegativeNumber);
   cmd->callback([a] { exit_code = run_logits(*a); });

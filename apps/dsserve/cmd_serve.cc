@@ -5,7 +5,6 @@
 // models/demo-tiny-v32 --seed 7` would, and served. Exits 0 after SIGINT/SIGTERM.
 #include <cstdio>
 #include <filesystem>
-#include <memory>
 #include <optional>
 
 #include "apps/dsserve/commands.h"
@@ -13,9 +12,7 @@
 #include "apps/dsserve/init_model.h"
 #include "engine/engine.h"
 #include "io/json.h"
-#include "server/http_server.h"
-#include "server/metrics.h"
-#include "server/openai_routes.h"
+#include "server/server.h"
 #include "server/server_options.h"
 #include "text/chat_format.h"
 #include "text/tokenizer.h"
@@ -67,57 +64,21 @@ int run_serve(ServeArgs& a) {
     tok = std::move(*t);
   }
 
-  RoutesConfig rc;
-  rc.served_model_name = a.server.served_model_name;
-  if (rc.served_model_name.empty())
-    rc.served_model_name = fs::path(dir).lexically_normal().filename().string();
-  if (rc.served_model_name.empty()) rc.served_model_name = fs::path(dir).parent_path().filename();
-  rc.chat_format = detect_chat_format(tok ? tok->chat_template() : "", &*config);
-  const std::string& tp = a.server.tool_call_parser;
-  if (tp == "none") {
-    rc.tool_format.reset();
-  } else if (tp.empty()) {
-    rc.tool_format = rc.chat_format;
-  } else if (auto f = parse_chat_format(tp)) {
-    rc.tool_format = *f;
-  } else {
-    return fail("--tool-call-parser: '" + tp + "' is not one of v3, v31, v32, none", 2);
-  }
-  const std::string& rp = a.server.reasoning_parser;
-  if (rp == "none") {
-    rc.parse_reasoning = false;
-  } else if (rp.empty() || rp == "deepseek" || rp == "deepseek_r1" || rp == "deepseek_v3") {
-    rc.parse_reasoning = true;
-  } else {
-    return fail("--reasoning-parser: '" + rp + "' is not one of deepseek, none", 2);
-  }
-  rc.api_key = a.server.api_key;
-  rc.max_queued_requests = a.server.max_queued_requests;
-
+  const Tokenizer* tok_ptr = tok ? &*tok : nullptr;
+  auto routes = routes_config_from(a.server, dir, *config, tok_ptr);
+  if (!routes) return fail(routes.message(), 2);
   auto engine = Engine::create(a.engine);
   if (!engine) return fail(engine.message());
-  Metrics metrics;
-  auto routes = std::make_unique<OpenAiRoutes>(**engine, tok ? &*tok : nullptr, metrics, rc);
-  HttpServerHooks hooks;
-  OpenAiRoutes* r = routes.get();
-  hooks.handle = [r](HttpRequest&& req, std::shared_ptr<HttpExchange> ex) {
-    r->handle(std::move(req), std::move(ex));
-  };
-  hooks.in_flight = [r] { return r->in_flight(); };
-  hooks.cancel_all = [r] { r->cancel_all(); };
-  auto server = HttpServer::create(a.server, std::move(hooks));
+  auto server = Server::create(a.server, std::move(*routes), **engine, tok_ptr);
   if (!server) return fail(server.message());
-  HttpServer* srv = server->get();
-  routes->set_draining([srv] { return srv->shutting_down(); });
-
+  const RoutesConfig& rc = (*server)->routes_config();
   std::printf("dsserve: serving %s (%s format, tool parser %s) on http://%s:%u\n",
               rc.served_model_name.c_str(), chat_format_name(rc.chat_format),
               rc.tool_format ? chat_format_name(*rc.tool_format) : "none", a.server.host.c_str(),
-              static_cast<unsigned>(srv->port()));
+              static_cast<unsigned>((*server)->port()));
   std::fflush(stdout);
-  srv->run();
+  (*server)->run();
   (*engine)->shutdown();  // aborts anything left; sinks post to a stopped loop (dropped below)
-  routes.reset();
   server->reset();
   std::fprintf(stderr, "dsserve serve: stopped\n");
   return 0;

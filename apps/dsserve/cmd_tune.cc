@@ -1,13 +1,13 @@
 // `dsserve tune`: runs `dsserve bench` over a grid of server (or client) settings, each on a
 // fresh `dsserve serve` child of this same binary, and recommends the best setting under an SLO
-// (src/bench/tune.h, docs/bench.md).
+// (apps/bench/tune.h, docs/bench.md).
 #include <cstdio>
 #include <filesystem>
 #include <sstream>
 
+#include "apps/bench/tune.h"
 #include "apps/dsserve/bench_flags.h"
 #include "apps/dsserve/commands.h"
-#include "bench/tune.h"
 
 namespace dss::app {
 

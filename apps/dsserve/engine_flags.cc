@@ -55,10 +55,7 @@ void add_engine_flags(CLI::App* cmd, EngineOptions& o, bool model_required) {
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   add_weight_flags(cmd, o.weight_dtype, o.weight_layout, o.lm_head_dtype, o.matmul_dtype);
-  cmd->add_option("--act-quant", o.act_quant,
-                  "none | fp8: W8A8, activations into FP8 matmuls quantised per token per 128")
-      ->check(CLI::IsMember({"none", "fp8"}))
-      ->capture_default_str();
+  add_act_quant_flag(cmd, o.act_quant);
   cmd->add_option("--threads", o.n_threads,
                   "Compute threads of the forward pass (0: all hardware threads)")
       ->check(CLI::NonNegativeNumber)
@@ -67,31 +64,54 @@ void add_engine_flags(CLI::App* cmd, EngineOptions& o, bool model_required) {
       ->capture_default_str();
 }
 
-void add_weight_flags(CLI::App* cmd, std::string& weight_dtype, std::string& weight_layout,
-                      std::string& lm_head_dtype, std::string& matmul_dtype) {
-  cmd->add_option("--weight-dtype", weight_dtype,
-                  "Convert the linear weights at load: bf16 | fp8 | int8 (default: as stored; "
-                  "lm_head, embedding, router and indexer head weights stay as stored)")
+void add_weight_flags(CLI::App* cmd, WeightDType& weight_dtype, WeightStorage& weight_layout,
+                      WeightDType& lm_head_dtype, MatmulDType& matmul_dtype) {
+  // Each flag's text is checked by IsMember, then parsed into the typed value.
+  cmd->add_option_function<std::string>(
+         "--weight-dtype",
+         [&weight_dtype](const std::string& s) {
+           weight_dtype = parse_weight_dtype_flag(s, "--weight-dtype").value();
+         },
+         "Convert the linear weights at load: bf16 | fp8 | int8 (default: as stored; "
+         "lm_head, embedding, router and indexer head weights stay as stored)")
       ->check(CLI::IsMember({"bf16", "fp8", "int8"}));
-  cmd->add_option("--lm-head-dtype", lm_head_dtype,
-                  "Convert lm_head at load: bf16 | fp8 | int8 (default: as stored, BF16 in "
-                  "DeepSeek's releases)")
+  cmd->add_option_function<std::string>(
+         "--lm-head-dtype",
+         [&lm_head_dtype](const std::string& s) {
+           lm_head_dtype = parse_weight_dtype_flag(s, "--lm-head-dtype").value();
+         },
+         "Convert lm_head at load: bf16 | fp8 | int8 (default: as stored, BF16 in "
+         "DeepSeek's releases)")
       ->check(CLI::IsMember({"bf16", "fp8", "int8"}));
-  cmd->add_option(
-         "--weight-layout", weight_layout,
+  cmd->add_option_function<std::string>(
+         "--weight-layout",
+         [&weight_layout](const std::string& s) {
+           weight_layout = parse_weight_storage(s).value();
+         },
          "tiled: repack the linear weights at load into the CPU kernels' tiled layout "
          "(an owned copy, faster decode) | mmap: read them in place from the mapped "
          "checkpoint (zero copy; float32 matmuls only); same results with --matmul-dtype f32")
       ->check(CLI::IsMember({"tiled", "mmap"}))
-      ->capture_default_str();
-  matmul_dtype = "auto";
-  cmd->add_option("--matmul-dtype", matmul_dtype,
-                  "Arithmetic of the tiled FP8 / BF16 linear layers: f32 (DeepSeek's float32 "
-                  "reference arithmetic) | bf16 (activations rounded to bf16 and AVX512-BF16 dot "
-                  "products, as DeepSeek's own bf16 inference; ~1.5x the matmul rate; an error "
-                  "without AVX512-BF16) | auto (bf16 where the CPU has AVX512-BF16, else f32)")
+      ->default_str(to_string(weight_layout));
+  matmul_dtype = MatmulDType::kAuto;
+  cmd->add_option_function<std::string>(
+         "--matmul-dtype",
+         [&matmul_dtype](const std::string& s) { matmul_dtype = parse_matmul_dtype(s).value(); },
+         "Arithmetic of the tiled FP8 / BF16 linear layers: f32 (DeepSeek's float32 "
+         "reference arithmetic) | bf16 (activations rounded to bf16 and AVX512-BF16 dot "
+         "products, as DeepSeek's own bf16 inference; ~1.5x the matmul rate; an error "
+         "without AVX512-BF16) | auto (bf16 where the CPU has AVX512-BF16, else f32)")
       ->check(CLI::IsMember({"f32", "bf16", "auto"}))
-      ->capture_default_str();
+      ->default_str("auto");
+}
+
+void add_act_quant_flag(CLI::App* cmd, ActQuant& act_quant) {
+  cmd->add_option_function<std::string>(
+         "--act-quant",
+         [&act_quant](const std::string& s) { act_quant = parse_act_quant(s).value(); },
+         "none | fp8: W8A8, activations into FP8 matmuls quantised per token per 128")
+      ->check(CLI::IsMember({"none", "fp8"}))
+      ->default_str(to_string(act_quant));
 }
 
 }  // namespace dss::app

@@ -33,9 +33,9 @@ Result<ModelSpec> parse_spec(const std::string& s) {
     const std::string k = item.substr(0, eq),
                       v = eq == std::string::npos ? "" : item.substr(eq + 1);
     if (k == "weight-dtype") {
-      m.load.weight_dtype = v;
+      DSS_ASSIGN_OR_RETURN(m.load.weight_dtype, parse_weight_dtype_flag(v, "weight-dtype"));
     } else if (k == "act-quant") {
-      m.load.act_quant = v;
+      DSS_ASSIGN_OR_RETURN(m.load.act_quant, parse_act_quant(v));
     } else if (k == "label") {
       m.label = v;
     } else {
@@ -119,7 +119,7 @@ Result<Row> run_model(const ModelSpec& spec, int32_t n_threads,
   const int32_t V = model->config().n_vocab;
   Row row;
   row.label = spec.label;
-  row.act_quant = lo.act_quant;
+  row.act_quant = to_string(lo.act_quant);
   for (const auto& [dt, b] : model->weights().bytes_by_dtype) row.weight_bytes += b;
   for (const auto& [dt, b] : model->weights().bytes_by_dtype) {  // dtypes holding >= 5%
     if (b * 20 >= row.weight_bytes) row.weights += (row.weights.empty() ? "" : "+") + dt;

@@ -1,10 +1,10 @@
 #include "apps/dsserve/init_model.h"
 
 #include <cstdio>
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 
+#include "apps/dsserve/default_tokenizer_dir.h"
 #include "base/clock.h"
 #include "base/log.h"
 #include "io/json.h"
@@ -13,12 +13,6 @@
 namespace dss::app {
 
 namespace fs = std::filesystem;
-
-std::string default_tokenizer_dir() {
-  if (const char* env = std::getenv("DSS_TOKENIZER_DIR"); env != nullptr && *env != '\0')
-    return env;
-  return std::string(DSS_SOURCE_DIR) + "/third_party/tokenizer/deepseek-v3";
-}
 
 namespace {
 Status write_json(const fs::path& path, const Json& j, int indent) {
@@ -70,6 +64,12 @@ Status init_model(const InitModelOptions& o) {
   DSS_RETURN_IF_ERROR(write_random_checkpoint(cfg, ro));
   if (cfg["vocab_size"].get<int>() == 129280) {
     const std::string src = o.tokenizer_dir.empty() ? default_tokenizer_dir() : o.tokenizer_dir;
+    if (src.empty()) {
+      return Status::error(
+          "no tokenizer directory: $DSS_TOKENIZER_DIR is unset and no "
+          "third_party/tokenizer/deepseek-v3 lies above the executable; run scripts/setup or "
+          "pass --tokenizer-dir");
+    }
     for (const char* f : {"tokenizer.json", "tokenizer_config.json"}) {
       std::error_code ec;
       fs::copy_file(fs::path(src) / f, fs::path(o.out) / f, fs::copy_options::overwrite_existing,

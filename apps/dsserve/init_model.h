@@ -16,15 +16,11 @@ struct InitModelOptions {
   std::string out;
   std::string dtype = "fp8";
   uint64_t seed = 7;
-  int32_t vocab_size = 0;  // 0: the preset's
-  std::string
-      tokenizer_dir;  // empty: $DSS_TOKENIZER_DIR, then <repo>/third_party/tokenizer/deepseek-v3
+  int32_t vocab_size = 0;     // 0: the preset's
+  std::string tokenizer_dir;  // empty: default_tokenizer_dir() (default_tokenizer_dir.h)
   bool quiet = false;
 };
 
 Status init_model(const InitModelOptions& o);
-
-// Where the DeepSeek-V3 tokenizer files are found by default (may not exist).
-std::string default_tokenizer_dir();
 
 }  // namespace dss::app

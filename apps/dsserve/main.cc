@@ -22,9 +22,7 @@ int main(int argc, char** argv) {
   dss::app::register_bench_command(app);
   dss::app::register_tune_command(app);
   dss::app::register_bench_model_command(app);
-#ifdef DSS_HAVE_TEXT
   dss::app::register_text_commands(app);
-#endif
   CLI11_PARSE(app, argc, argv);
   return dss::app::exit_code;
 }

@@ -80,8 +80,8 @@ int main(int argc, char** argv) {
   app.add_option("--input-len", in_len, "Prompt tokens per request")->capture_default_str();
   app.add_option("--output-len", out_len, "New tokens per request")->capture_default_str();
   app.add_option("--threads", o.n_threads, "Compute threads (0: all)")->capture_default_str();
-  o.matmul_dtype = "auto";  // as `dsserve serve`
-  app.add_option("--matmul-dtype", o.matmul_dtype,
+  std::string matmul_dtype = "auto";  // as `dsserve serve`
+  app.add_option("--matmul-dtype", matmul_dtype,
                  "Arithmetic of the tiled FP8 / BF16 linear layers: f32 | bf16 | auto (bf16 where "
                  "the CPU has AVX512-BF16), as `dsserve serve --matmul-dtype`")
       ->check(CLI::IsMember({"f32", "bf16", "auto"}))
@@ -89,6 +89,7 @@ int main(int argc, char** argv) {
   app.add_option("--seed", seed, "Prompt seed")->capture_default_str();
   app.add_option("--json-out", json_out, "Write the results as JSON");
   CLI11_PARSE(app, argc, argv);
+  o.matmul_dtype = dss::parse_matmul_dtype(matmul_dtype).value();  // checked by IsMember above
   o.enable_prefix_cache = false;
   o.max_running_requests = std::max(n_req, 1);
   o.context_length = in_len + out_len + 1;
@@ -107,7 +108,7 @@ int main(int argc, char** argv) {
       t = static_cast<dss::TokenId>(rng.next_u64() % static_cast<uint64_t>(std::min(V, 128000)));
   }
   std::fprintf(stderr, "engine_bench: %d requests x (%d in, %d out), %s, --matmul-dtype %s\n",
-               n_req, in_len, out_len, o.model_dir.c_str(), o.matmul_dtype.c_str());
+               n_req, in_len, out_len, o.model_dir.c_str(), matmul_dtype.c_str());
   const PhaseResult conc = run_phase(**e, prompts, out_len, true);
   std::fprintf(stderr, "  concurrent:    %.1f s, %.2f output tok/s\n", conc.wall_s, conc.tok_s());
   const PhaseResult seq = run_phase(**e, prompts, out_len, false);
@@ -117,7 +118,7 @@ int main(int argc, char** argv) {
   j["requests"] = n_req;
   j["input_len"] = in_len;
   j["output_len"] = out_len;
-  j["matmul_dtype"] = o.matmul_dtype;
+  j["matmul_dtype"] = matmul_dtype;
   auto phase = [&](const PhaseResult& r) {
     return dss::OrderedJson{{"wall_s", r.wall_s},
                             {"output_tokens", r.out_tokens},

@@ -2,16 +2,17 @@
 // scores, the online-softmax step and P V for n_tok query tokens that all attend the whole tile
 // (a tile below the causal diagonal, the common case in a long prompt), one thread. Reports
 // GFLOP/s = 2 * n_tok * tile * (d_qk + d_v) per iteration and its fraction of this machine's
-// 1-thread FP32 FMA peak (src/bench/compute_peak.h, measured once). Shapes: ds-mini / the 671B
-// model (d_nope 64 / 128, d_rope 32 / 64, d_v 64 / 128), tile 128 as Model::mla_naive runs it.
+// 1-thread FP32 FMA peak (src/perf/compute_peak.h, measured once). Shapes: ds-mini / the 671B
+// model (d_nope 64 / 128, d_rope 32 / 64, d_v 64 / 128), tile 128 as CpuBackend::mla_prefill runs
+// it.
 #include <benchmark/benchmark.h>
 
 #include <limits>
 #include <vector>
 
 #include "base/rng.h"
-#include "bench/compute_peak.h"
 #include "kernels/cpu/attn_tile.h"
+#include "perf/compute_peak.h"
 
 namespace dss {
 namespace {
@@ -19,7 +20,7 @@ namespace {
 constexpr int64_t kTile = 128;
 
 double fma_peak_1t() {
-  static const double peak = bench::measure_fma_gflops(1);
+  static const double peak = perf::measure_fma_gflops(1);
   return peak;
 }
 

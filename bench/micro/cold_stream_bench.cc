@@ -26,9 +26,9 @@
 #include "base/rng.h"
 #include "bench/micro/median.h"
 #include "bench/micro/tiled_weights.h"
-#include "bench/read_bandwidth.h"
 #include "kernels/cpu/cpu_features.h"
 #include "kernels/cpu/matmul.h"
+#include "perf/read_bandwidth.h"
 #include "tensor/dtype.h"
 
 namespace dss {
@@ -101,8 +101,8 @@ int run(int argc, char** argv) {
   std::memset(flush.data(), 1, flush.size());  // real pages, not the shared zero page
   float sink = 0;
   auto flush_caches = [&] {
-    sink += bench::read_sum(reinterpret_cast<const float*>(flush.data()),
-                            static_cast<int64_t>(flush.size() / sizeof(float)));
+    sink += perf::read_sum(reinterpret_cast<const float*>(flush.data()),
+                           static_cast<int64_t>(flush.size() / sizeof(float)));
   };
   std::vector<float> x(static_cast<size_t>(4096 * n_tok), 0.01f),
       y(static_cast<size_t>(8192 * n_tok));
@@ -136,7 +136,7 @@ int run(int argc, char** argv) {
       const int64_t bytes = (c.r1 - c.r0) * c.cols * c.calls;
       const auto* p = static_cast<const uint8_t*>(mats[0][i].m.data) + c.r0 * c.cols;
       const double t0 = now_seconds();
-      sink += bench::read_sum(reinterpret_cast<const float*>(p), bytes / 4);
+      sink += perf::read_sum(reinterpret_cast<const float*>(p), bytes / 4);
       read[i].push_back(now_seconds() - t0);
     }
   }

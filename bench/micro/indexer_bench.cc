@@ -15,7 +15,7 @@
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 #include "hwy/highway.h"
 // (after foreach_target: re-included once per target)
-#include "bench/fma_chains-inl.h"
+#include "perf/fma_chains-inl.h"
 
 #if HWY_ONCE
 #include <benchmark/benchmark.h>
@@ -29,8 +29,17 @@
 #include "base/thread_pool.h"
 #include "kernels/cpu/indexer_score.h"
 
-namespace dss::bench {
+namespace dss::perf {
 HWY_EXPORT(FmaChains);
+namespace {
+// perf/fma_chains-inl.h's kernel on the best target of this CPU.
+double fma_chains(int64_t iters, float* sink) {
+  return HWY_DYNAMIC_DISPATCH(FmaChains)(iters, sink);
+}
+}  // namespace
+}  // namespace dss::perf
+
+namespace dss::bench {
 namespace {
 
 constexpr int32_t kD = 128, kPage = 64;
@@ -49,7 +58,7 @@ double fma_peak_gflops_1t() {
     double best = 0.0;
     for (int rep = 0; rep < 3; ++rep) {
       const double t0 = thread_cpu_s();
-      const double flops = HWY_DYNAMIC_DISPATCH(FmaChains)(20'000'000, &sink);
+      const double flops = perf::fma_chains(20'000'000, &sink);
       best = std::max(best, flops / (thread_cpu_s() - t0) * 1e-9);
     }
     benchmark::DoNotOptimize(sink);

@@ -1,5 +1,5 @@
 // Weight x activation products (kernels/cpu/matmul.h) on ds-mini-sized shapes, split over all
-// hardware threads by output rows the way Model::mm does.
+// hardware threads by output rows the way CpuBackend::linear does.
 //   GEMV (1 token): weight-read bound; counter GB/s = weight + scale bytes per second. Compare
 //     with roofline_bench's all-thread read bandwidth (the matrices are larger than the L3).
 //   GEMM (prefill): compute bound; counter GFLOP/s = 2 * rows * cols * tokens per second. Compare

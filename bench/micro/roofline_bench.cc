@@ -1,12 +1,12 @@
 // Measures this machine's ceilings, the denominators of every speed claim (issue #7):
 //   - read bandwidth (GB/s) streaming a buffer much larger than the caches, 1 thread and all
-//     (src/bench/read_bandwidth.h, the same measurement `dsserve bench-model` makes);
+//     (src/perf/read_bandwidth.h, the same measurement `dsserve bench-model` makes);
 //   - FP32 FMA peak (GFLOP/s) from independent register-resident FMA chains, 1 thread and all;
 //   - BF16 dot peak (GFLOP/s): bf16 pairs multiply-accumulated into f32: vdpbf16ps where the CPU
 //     has AVX512-BF16 (kernels/cpu/hwy_util-inl.h DotBf16Pairs, what MatmulArith::kBf16Dot runs),
 //     else Highway's ReorderWidenMulAccumulate (widen + FMA; Highway 1.0.3 never emits the
 //     native instruction). JSON "bf16_dot_native" says which.
-// The peaks: src/bench/compute_peak.h (also what `dsserve bench-model` divides prefill by).
+// The peaks: src/perf/compute_peak.h (also what `dsserve bench-model` divides prefill by).
 // Best of several repetitions (noisy VMs). Usage: roofline_bench [--json] [--mib N] [--threads N]
 // The best Highway target this CPU supports is used (printed).
 #include <algorithm>
@@ -15,12 +15,12 @@
 #include <string>
 #include <thread>
 
-#include "bench/compute_peak.h"
-#include "bench/read_bandwidth.h"
 #include "hwy/aligned_allocator.h"
 #include "hwy/highway.h"
 #include "hwy/targets.h"
 #include "kernels/cpu/cpu_features.h"
+#include "perf/compute_peak.h"
+#include "perf/read_bandwidth.h"
 
 int main(int argc, char** argv) {
   bool json = false;
@@ -39,7 +39,7 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  using namespace dss::bench;
+  using namespace dss::perf;
   const int64_t n_floats = mib * (1 << 20) / 4;
   auto buf = hwy::AllocateAligned<float>(static_cast<size_t>(n_floats));
   const double bw1 = read_gbps(buf.get(), n_floats, 1);

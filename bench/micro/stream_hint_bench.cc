@@ -100,7 +100,7 @@ HWY_AFTER_NAMESPACE();
 #include "base/clock.h"
 #include "base/huge_buffer.h"
 #include "bench/micro/median.h"
-#include "bench/read_bandwidth.h"
+#include "perf/read_bandwidth.h"
 
 namespace dss::bench {
 HWY_EXPORT(StreamRuns);
@@ -139,8 +139,8 @@ int run(int argc, char** argv) {
   std::memset(flush.data(), 1, flush.size());
   float sink = 0;
   auto flush_caches = [&] {
-    sink += read_sum(reinterpret_cast<const float*>(flush.data()),
-                     static_cast<int64_t>(flush.size() / sizeof(float)));
+    sink += perf::read_sum(reinterpret_cast<const float*>(flush.data()),
+                           static_cast<int64_t>(flush.size() / sizeof(float)));
   };
   const size_t n = cases.size();
   std::vector<std::vector<double>> cold(n), hot(n), read(n);
@@ -167,7 +167,7 @@ int run(int argc, char** argv) {
       hot[i].push_back(best);
       flush_caches();
       t0 = now_seconds();
-      sink += read_sum(reinterpret_cast<const float*>(p), bytes / 4);
+      sink += perf::read_sum(reinterpret_cast<const float*>(p), bytes / 4);
       read[i].push_back(now_seconds() - t0);
     }
   }

@@ -1,7 +1,7 @@
 // Batch-1 GEMV streaming rate as a fraction of the machine's read bandwidth, measured in turns in
 // one process (the dev VM's bandwidth moves by +-25% within minutes, so separate runs of a read
 // benchmark and a GEMV benchmark cannot be compared). Each round: a pure read of a 256 MiB buffer
-// on the pool's threads (bench::read_sum), each case, the read again; a case's ratio is its GB/s
+// on the pool's threads (perf::read_sum), each case, the read again; a case's ratio is its GB/s
 // over the faster of the round's two reads. Prints the median over rounds.
 //   stream_ratio_bench [--rounds N] [--threads N]
 // Cases (ds-mini's shapes, weights tiled on huge pages as the model holds them, 1 token):
@@ -23,10 +23,10 @@
 #include "base/thread_pool.h"
 #include "bench/micro/median.h"
 #include "bench/micro/tiled_weights.h"
-#include "bench/read_bandwidth.h"
 #include "kernels/cpu/cpu_features.h"
 #include "kernels/cpu/matmul.h"
 #include "kernels/cpu/matmul_parallel.h"
+#include "perf/read_bandwidth.h"
 #include "tensor/dtype.h"
 
 namespace dss {
@@ -64,7 +64,7 @@ int run(int argc, char** argv) {
     const int64_t per = n_read / threads / 64 * 64;
     pool.parallel_for(threads, 1, [&](int64_t i0, int64_t i1, int32_t it) {
       for (int64_t i = i0; i < i1; ++i)
-        sums[static_cast<size_t>(it)] += bench::read_sum(rp + i * per, per);
+        sums[static_cast<size_t>(it)] += perf::read_sum(rp + i * per, per);
     });
     return now_seconds() - t0;
   };

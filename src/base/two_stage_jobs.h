@@ -107,6 +107,8 @@ void locate(int32_t n_jobs, const ShapeOf& shape_of, bool stage_a, int64_t grain
 // of jobs [0, n_jobs) (shape_of(j) -> TwoStageShape), fn_b of job j only after every fn_a of j
 // returned, in one dispatch of n_parts parts (above). fn_a / fn_b are called from the pool's
 // threads concurrently on disjoint ranges.
+// Long by design: one scheduling algorithm (plan the parts, run a part, steal) over claim state
+// that all three phases share; split, they would pass a dozen locals between them.
 template <typename ShapeOf, typename FnA, typename FnB>
 void run_two_stage(ThreadPool& pool, TwoStageClaims& claims, int32_t n_jobs, ShapeOf shape_of,
                    int64_t grain, int32_t n_parts, FnA fn_a, FnB fn_b) {

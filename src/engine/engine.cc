@@ -12,6 +12,7 @@
 #include "base/clock.h"
 #include "base/log.h"
 #include "base/str_cat.h"
+#include "core/validate_sampling_params.h"
 #include "kv/block_pool.h"
 #include "kv/kv_cache.h"
 #include "kv/radix_cache.h"
@@ -19,7 +20,6 @@
 #include "sample/finish.h"
 #include "sample/sampler.h"
 #include "sample/sampler_state.h"
-#include "sample/validate_params.h"
 #include "sched/batch_builder.h"
 #include "sched/batch_cap.h"
 #include "sched/scheduler.h"
@@ -173,9 +173,9 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& o) {
   }
   impl->stats.batch_cap = impl->sched->running_cap();
   const int32_t max_tokens = std::max(o.chunked_prefill_size, o.max_running_requests);
-  impl->ws = std::make_unique<Workspace>(
-      c, WorkspaceLimits{max_tokens, impl->context_length, o.max_running_requests,
-                         impl->model->n_threads(), impl->model->act_quant_fp8()});
+  impl->ws = std::make_unique<Workspace>(impl->model->workspace(
+      WorkspaceLimits{max_tokens, impl->context_length, o.max_running_requests,
+                      impl->model->n_threads(), impl->model->act_quant_fp8()}));
   impl->sampler = std::make_unique<Sampler>(c.n_vocab);
   impl->builder = BatchBuilder(o.page_size);
   impl->logits.resize(static_cast<size_t>(o.max_running_requests) * c.n_vocab);
@@ -369,6 +369,8 @@ void Engine::Impl::emit_final(RequestId id, FinishReason reason, const SeqStats&
   sink(std::move(e));
 }
 
+// Long by design: the stages of one engine step in the order they run (inbox, plan, batch,
+// forward, sampling, commit, events), read top to bottom as the step itself.
 void Engine::Impl::step() {
   const double t0 = now_seconds();
   StepPlan plan = sched->plan();

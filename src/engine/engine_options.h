@@ -4,6 +4,8 @@
 #include <cstdint>
 #include <string>
 
+#include "model/runtime/load_options.h"
+
 namespace dss {
 
 struct EngineOptions {
@@ -22,13 +24,15 @@ struct EngineOptions {
   bool enable_prefix_cache = true;      // --disable-prefix-cache
   uint64_t seed = 0;                    // --seed: sampling seed for requests without their own
   int32_t n_threads = 0;                // --threads: compute threads (0: all hardware threads)
-  std::string weight_dtype;             // --weight-dtype: "" (as stored) | bf16 | fp8 | int8
-  std::string weight_layout = "tiled";  // --weight-layout: tiled | mmap (LoadOptions)
-  std::string lm_head_dtype;            // --lm-head-dtype: "" (as stored) | bf16 | fp8 | int8
-  std::string matmul_dtype = "f32";     // --matmul-dtype: f32 | bf16 | auto (LoadOptions)
-  std::string act_quant = "none";       // --act-quant none | fp8 (W8A8 for FP8 weights)
-  double slo_tpot_ms = 0.0;             // --slo-tpot-ms: dynamic batch cap target (0: off)
-  double slo_ttft_ms = 0.0;             // --slo-ttft-ms: lets a lowered cap rise (0: off)
+  // How the model is placed (model/runtime/load_options.h): --weight-dtype, --weight-layout,
+  // --lm-head-dtype, --matmul-dtype, --act-quant.
+  WeightDType weight_dtype = WeightDType::kAsStored;
+  WeightStorage weight_layout = WeightStorage::kTiled;
+  WeightDType lm_head_dtype = WeightDType::kAsStored;
+  MatmulDType matmul_dtype = MatmulDType::kF32;
+  ActQuant act_quant = ActQuant::kNone;
+  double slo_tpot_ms = 0.0;  // --slo-tpot-ms: dynamic batch cap target (0: off)
+  double slo_ttft_ms = 0.0;  // --slo-ttft-ms: lets a lowered cap rise (0: off)
   // --request-timeout: seconds from arrival after which a request ends with an error (0: off).
   double request_timeout_s = 0.0;
   // --max-queue-time: seconds a request may wait before it is first scheduled (0: off).

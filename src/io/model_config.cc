@@ -70,6 +70,8 @@ class Reader {
 
 }  // namespace
 
+// Long by design: one config.json key after another, each read and validated where it is named
+// (the error names the key), in the order of docs/deepseek-reference.md's table.
 Result<ModelConfig> ModelConfig::from_hf_json(const Json& j, const std::string& what) {
   if (!j.is_object()) return Status::error(what, ": not a JSON object");
   ModelConfig c;

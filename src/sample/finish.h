@@ -1,5 +1,5 @@
 // Token-level stop decision after each sampled token (stop strings are text-level: see
-// stop_string_matcher.h, run on the consumer side).
+// text/stop_string_matcher.h, run on the consumer side).
 #pragma once
 
 #include <cstdint>

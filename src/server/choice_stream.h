@@ -19,9 +19,9 @@
 #include <vector>
 
 #include "core/generate.h"
-#include "sample/stop_string_matcher.h"
 #include "text/chat_output_parser.h"
 #include "text/detokenizer.h"
+#include "text/stop_string_matcher.h"
 #include "text/tokenizer.h"
 
 namespace dss {

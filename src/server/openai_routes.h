@@ -49,17 +49,18 @@ class OpenAiRoutes {
 
   void handle(HttpRequest&& req, std::shared_ptr<HttpExchange> ex);
   int64_t in_flight() const { return n_calls_.load(); }
+  const RoutesConfig& config() const { return cfg_; }
   void cancel_all();
   // Requests arriving while this returns true get 503.
   void set_draining(std::function<bool()> draining) { draining_ = std::move(draining); }
 
-  struct Call;  // one generation request (openai_routes.cc)
+  struct Call;  // one generation request (server/call.h)
 
  private:
   void reply(HttpExchange& ex, int status, const std::string& body,
              const char* content_type = "application/json");
   void reply_error(HttpExchange& ex, const ApiError& e);
-  void generate(int endpoint, const HttpRequest& req, std::shared_ptr<HttpExchange> ex);
+  void generate(Endpoint endpoint, const HttpRequest& req, std::shared_ptr<HttpExchange> ex);
   // Steps of generate() after prepare_request (request_prep.h): the error to answer, or nullopt.
   std::optional<ApiError> admit(int32_t n_new) const;
   ChoiceStreamOptions choice_options(const CompletionRequest& r, uint64_t call_id,

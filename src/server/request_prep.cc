@@ -3,8 +3,8 @@
 #include <algorithm>
 
 #include "base/str_cat.h"
+#include "core/validate_sampling_params.h"
 #include "io/json.h"
-#include "sample/validate_params.h"
 #include "text/chat_template.h"
 #include "text/reasoning_parser.h"
 

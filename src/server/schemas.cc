@@ -238,4 +238,13 @@ Result<CompletionRequest> parse_completion_request(Endpoint endpoint, const Orde
   return r;
 }
 
+Status parse_sampling_params(const OrderedJson& j, SamplingParams& p) {
+  CompletionRequest r;
+  r.params = p;
+  DSS_RETURN_IF_ERROR(read_sampling(j, Endpoint::kCompletions, r));
+  DSS_RETURN_IF_ERROR(read_logprobs(j, Endpoint::kCompletions, r.params));
+  p = std::move(r.params);
+  return Status::ok();
+}
+
 }  // namespace dss

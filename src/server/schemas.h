@@ -47,4 +47,12 @@ struct CompletionRequest {
 
 Result<CompletionRequest> parse_completion_request(Endpoint endpoint, const OrderedJson& j);
 
+// The sampling fields of one request object over `p`, read as POST /v1/completions reads them:
+// max_tokens (>= 1), temperature, top_p, top_k, min_p, seed, stop, stop_token_ids, ignore_eos,
+// min_tokens, the penalties, skip_special_tokens, include_stop_str_in_output, logprobs (an integer
+// in [0, 20]). Absent or null keeps p's value; errors start with the field name. Types and
+// ranges of the JSON only: validate_sampling_params (core/) checks the values.
+// (`dsserve generate` reads its JSONL requests with it.)
+Status parse_sampling_params(const OrderedJson& j, SamplingParams& p);
+
 }  // namespace dss

@@ -1,6 +1,6 @@
 // Metric math of `dsserve bench` on hand-built timelines; every expected value is worked out by
-// hand in the comments (vLLM's definitions, src/bench/metrics.h).
-#include "bench/metrics.h"
+// hand in the comments (vLLM's definitions, apps/bench/metrics.h).
+#include "apps/bench/metrics.h"
 
 #include <gtest/gtest.h>
 

@@ -1,12 +1,12 @@
-// SSE framing and the folding of streamed chunks into a request timeline (src/bench).
+// SSE framing and the folding of streamed chunks into a request timeline (apps/bench).
 #include <gtest/gtest.h>
 
 #include <cmath>
 
-#include "bench/arrivals.h"
-#include "bench/prom_text.h"
-#include "bench/sse_parser.h"
-#include "bench/stream_timeline.h"
+#include "apps/bench/arrivals.h"
+#include "apps/bench/prom_text.h"
+#include "apps/bench/sse_parser.h"
+#include "apps/bench/stream_timeline.h"
 
 namespace dss::bench {
 namespace {

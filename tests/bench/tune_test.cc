@@ -1,8 +1,8 @@
-// Grid expansion and the recommendation rule of `dsserve tune` (src/bench/tune_*.h).
+// Grid expansion and the recommendation rule of `dsserve tune` (apps/bench/tune_*.h).
 #include <gtest/gtest.h>
 
-#include "bench/tune_grid.h"
-#include "bench/tune_report.h"
+#include "apps/bench/tune_grid.h"
+#include "apps/bench/tune_report.h"
 
 namespace dss::bench {
 namespace {

@@ -86,7 +86,7 @@ if all(k in info for k in ("vendor_id", "cpu family", "model", "stepping", "mode
     if brand != info["model name"]:
         print(f"note: CPUID brand '{brand}' differs from /proc/cpuinfo '{info['model name']}'")
         assert cpu["brand"].strip() == cpu["brand"] and cpu["brand"].isprintable(), cpu
-# Prefill GFLOP/s: an independent count from config.json of what apps/dsserve/prefill_flops.h
+# Prefill GFLOP/s: an independent count from config.json of what src/perf/prefill_flops.h
 # defines (2 per multiply-add; projections and FFN/experts per token, kv_b per position, causal
 # (V3.2: top-k limited) pairs, the V3.2 indexer, lm_head for the last token), times the measured
 # tok/s; the percentages against the peaks measured in the same run.
@@ -148,7 +148,7 @@ assert abs(o["decode_bs1_roofline_pct_paired"] - med) < 1e-9 * med, (o["decode_b
 PY
 }
 
-# The bytes-and-FLOPs bound of each batch (apps/dsserve/decode_flops.h), recomputed here: FLOPs
+# The bytes-and-FLOPs bound of each batch (src/perf/decode_flops.h), recomputed here: FLOPs
 # per step counted from config.json (absorbed MLA: projections, W_UK, W_UV, H (2R + rope) per
 # attended position; the V3.2 indexer's projections and, past index_topk, every cached position
 # scored (within it none: the selection is dense); dense FFN or

@@ -310,11 +310,11 @@ TEST(Engine, Bf16KvCacheBatchedEqualsAlone) {
 TEST(Engine, Bf16MatmulBatchedEqualsAlone) {
   if (!cpu::cpu_has_bf16_dot()) GTEST_SKIP() << "no AVX512-BF16";
   LoadOptions lo{kModel};
-  lo.matmul_dtype = "bf16";
+  lo.matmul_dtype = MatmulDType::kBf16;
   auto m = Model::load(lo);
   ASSERT_TRUE(m.is_ok()) << m.message();
   EngineOptions o = opts();
-  o.matmul_dtype = "bf16";
+  o.matmul_dtype = MatmulDType::kBf16;
   auto e = Engine::create(o);
   ASSERT_TRUE(e.is_ok()) << e.message();
   Rng rng(29);

@@ -128,7 +128,7 @@ TEST_P(GoldenTest, Bf16MatmulWithinTheReferenceBf16Deviation) {
   if (!cpu::cpu_has_bf16_dot()) GTEST_SKIP() << "no AVX512-BF16";
   const std::string dir = std::string(DSS_TEST_DATA) + "/golden/" + GetParam();
   LoadOptions opts{dir};
-  opts.matmul_dtype = "bf16";
+  opts.matmul_dtype = MatmulDType::kBf16;
   auto model = Model::load(opts);
   ASSERT_TRUE(model.is_ok()) << model.message();
   ASSERT_TRUE((*model)->matmul_bf16());
@@ -179,14 +179,15 @@ TEST_P(GoldenTest, Bf16MatmulWithinTheReferenceBf16Deviation) {
 // whole FP8 scale block).
 TEST(MatmulDtype, LoadChoosesAndRefusesClearly) {
   const std::string dir = std::string(DSS_TEST_DATA) + "/golden/tiny-v3";
+  // The flag spellings parse as the CLI parses them (load_options.h).
   auto load = [&](const char* md, const char* layout, const char* act_quant) {
     LoadOptions o{dir};
-    o.matmul_dtype = md;
-    o.weight_layout = layout;
-    o.act_quant = act_quant;
+    o.matmul_dtype = parse_matmul_dtype(md).value();
+    o.weight_layout = parse_weight_storage(layout).value();
+    o.act_quant = parse_act_quant(act_quant).value();
     return Model::load(o);
   };
-  auto bad = load("fp16", "tiled", "none");
+  auto bad = parse_matmul_dtype("fp16");
   ASSERT_FALSE(bad.is_ok());
   EXPECT_NE(bad.message().find("--matmul-dtype: 'fp16'"), std::string::npos) << bad.message();
   const bool has = cpu::cpu_has_bf16_dot();
@@ -214,7 +215,7 @@ TEST(MatmulDtype, LoadChoosesAndRefusesClearly) {
   EXPECT_EQ(w.layers[1].mla.w_uk_t.arith, MatmulArith::kF32);
   {
     LoadOptions o{std::string(DSS_TEST_DATA) + "/golden/tiny-v3-bf16"};
-    o.matmul_dtype = "auto";
+    o.matmul_dtype = MatmulDType::kAuto;
     auto b = Model::load(o);
     ASSERT_TRUE(b.is_ok()) << b.message();
     const Matrix& uk = (*b)->weights().layers[1].mla.w_uk_t;

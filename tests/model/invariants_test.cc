@@ -12,9 +12,9 @@
 
 #include "base/rng.h"
 #include "kv/kv_cache.h"
+#include "model/deepseek/workspace.h"
 #include "model/runtime/model.h"
 #include "model/runtime/sequence_runner.h"
-#include "model/runtime/workspace.h"
 
 namespace dss {
 namespace {
@@ -221,7 +221,8 @@ TEST(ForwardInvariants, Fp8KvCachePathsAgree) {
 // the scores, candidates gathered per thread share, one selection among them; index_topk 16,
 // 300+ positions), so this also checks that every layer's decode selection equals the one-thread
 // top_k_indices selection (the traces). The prefill's last chunk routes its tokens on several
-// threads (Model::moe_route): its experts must not depend on the thread count either.
+// threads (CpuBackend::moe routes them in parallel): its experts must not depend on the thread
+// count either.
 TEST(ForwardInvariants, DecodeIsBitIdenticalAcrossThreadCounts) {
   for (const char* name : {"tiny-v3", "tiny-v32"}) {
     for (const int32_t n_prompt : {300, 40}) {
@@ -312,7 +313,7 @@ TEST(ForwardInvariants, BatchedLongContextDecodeEqualsEachSequenceAlone) {
         }
       }
     }
-    Workspace ws(m.config(), WorkspaceLimits{n_seqs, max_len, n_seqs, threads, false});
+    Workspace ws = m.workspace(WorkspaceLimits{n_seqs, max_len, n_seqs, threads, false});
     // A step of the sequences in `seqs`, one token each, logits for every token.
     auto step = [&](const std::vector<int32_t>& seqs, AttnPath path = AttnPath::kAbsorbed) {
       const auto n = static_cast<int32_t>(seqs.size());
@@ -378,7 +379,7 @@ TEST(ForwardInvariants, RoutedExpertReadsCountEachLayersDistinctExperts) {
   for (const char* act_quant : {"none", "fp8"}) {
     SCOPED_TRACE(act_quant);
     LoadOptions o{std::string(DSS_TEST_DATA) + "/golden/tiny-v3"};
-    o.act_quant = act_quant;
+    o.act_quant = parse_act_quant(act_quant).value();
     auto loaded = Model::load(o);
     ASSERT_TRUE(loaded.is_ok()) << loaded.message();
     const Model& m = **loaded;

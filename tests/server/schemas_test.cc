@@ -20,6 +20,35 @@ std::string field(const std::string& body, Endpoint ep = Endpoint::kChat) {
   return r ? "" : field_of_message(r.message());
 }
 
+// parse_sampling_params (`dsserve generate`'s JSONL): the completions endpoint's fields over the
+// caller's defaults; absent or null keeps them; errors start with the field.
+TEST(Schemas, SamplingParamsOverDefaults) {
+  SamplingParams p;
+  p.max_tokens = 64;
+  p.temperature = 0.5f;
+  ASSERT_TRUE(parse_sampling_params(
+      OrderedJson::parse(R"({"top_k":3,"temperature":null,"stop":"x","stop_token_ids":[5],
+        "logprobs":2,"include_stop_str_in_output":true,"seed":9,"prompt":"ignored"})"),
+      p));
+  EXPECT_EQ(p.max_tokens, 64);
+  EXPECT_EQ(p.temperature, 0.5f);
+  EXPECT_EQ(p.top_k, 3);
+  EXPECT_EQ(p.stop, std::vector<std::string>{"x"});
+  EXPECT_EQ(p.stop_token_ids, std::vector<TokenId>{5});
+  EXPECT_EQ(p.logprobs, 2);
+  EXPECT_TRUE(p.include_stop_str_in_output);
+  EXPECT_EQ(p.seed, 9u);
+  SamplingParams q;
+  EXPECT_EQ(field_of_message(
+                parse_sampling_params(OrderedJson::parse(R"({"max_tokens":0})"), q).message()),
+            "max_tokens");
+  EXPECT_EQ(field_of_message(
+                parse_sampling_params(OrderedJson::parse(R"({"logprobs":true})"), q).message()),
+            "logprobs");
+  // A chat-only key: ignored, as /v1/completions ignores it.
+  EXPECT_TRUE(parse_sampling_params(OrderedJson::parse(R"({"max_completion_tokens":"x"})"), q));
+}
+
 // Integers of 2^32 and above are rejected, never truncated into a valid id or count.
 TEST(Schemas, LargeIntegersAreRejectedNotTruncated) {
   const Endpoint c = Endpoint::kCompletions;

@@ -1,6 +1,6 @@
 // noaux_tc routing against a direct transcription of the reference Gate.forward
 // (docs/deepseek-reference.md 2.6), including the -inf group masking pitfall (section 5.1).
-#include "model/deepseek/moe_router.h"
+#include "backend/cpu/moe_router.h"
 
 #include <gtest/gtest.h>
 

@@ -84,11 +84,9 @@ HWY_INLINE void DecodeRow(DF df, const MlaCacheView& kv, int32_t p, float* HWY_R
 // dependent loads and stores, so the out-of-order window holds about one scattered row's DRAM miss
 // at a time; prefetching a few rows ahead keeps several in flight. Contiguous positions too: a
 // decode step's rows were evicted by the step's weight stream (the hardware prefetcher, it seems,
-// does not run far enough ahead of a context's rows; measured: bench-model --ab-variants 2,
-// mla.attn per forward;
-// bf16 path, 4 runs: batch 16 -0.9 / +0.9 / -1.4 / -7.0%, batch 1 -1.4 / -3.9 / -1.0 / -0.2%;
-// f32 path, 3 runs: batch 16 -5.6 / -4.6 / -4.3%, batch 1 -2.7 / -2.1 / -5.5%). In cache the hints
-// cost 3-5.4% (BM_MlaAttnShortBf16).
+// does not run far enough ahead of a context's rows): the f32 path's attention at batch 16 ran
+// 4.3-5.6% faster with the hints (bench-model --ab-variants 2, 43079d2, Zen 5 VM), the bf16 path's
+// less; in cache they cost a few percent. Figures: docs/measurements.md#krowprefetchahead.
 inline constexpr int64_t kRowPrefetchAhead = 4;
 
 // The cache position of attended row i: pos[i], or i where pos == nullptr (contiguous).
@@ -237,10 +235,9 @@ HWY_INLINE void Transpose16x16Words(const uint32_t* HWY_RESTRICT in, int64_t in_
 // per head row (the pairs of 32 columns by one vcvtne2ps2bf16) into tmp [16, (R + dr) / 2] and
 // transposed 16 heads at a time into out [(R + dr) / 2, Hp]; R and dr multiples of 32. The same
 // words as transposing scale * q into qt first and pairing its rows (a scalar loop of (R + dr) x
-// Hp elements, ~15% of the samples of a 128-position call). BM_MlaAttnShortBf16/1/8 2.43-2.44 ->
-// 1.09-1.18 us; bench-model --ab-variants 2 (--prefill 64 --decode-batch 1,16 -r 3, 2 runs): the
-// decode attention per forward at batch 16 3.12 / 3.07 -> 2.74 / 2.68 ms, batch 1 0.48 / 0.43 ->
-// 0.45 / 0.41. Returns out.
+// Hp elements, ~15% of the samples of a 128-position call): the decode attention per forward at
+// batch 16 -12% (bench-model --ab-variants 2, 4aeeaed, Zen 5 VM;
+// docs/measurements.md#querypairrows). Returns out.
 HWY_INLINE const uint32_t* QueryPairRows(const float* HWY_RESTRICT q_lat, int64_t R,
                                          const float* HWY_RESTRICT q_pe, int64_t dr, int64_t H,
                                          int64_t Hp, float scale, float* HWY_RESTRICT tmp_f,
@@ -411,6 +408,8 @@ HWY_INLINE void AccumulateOutHeads(DF df, const float* HWY_RESTRICT st, int64_t 
 // place) and the cache's rows as stored, the softmax in f32, P V by
 // AccumulateOutBf16 from the tile's probability pairs (in st, in place) and row pairs (latp, in
 // the lat region).
+// Long by design: one register-tiled kernel body whose tile loop keeps its vectors and running
+// softmax state in locals; split, they would go through memory between the calls.
 template <bool kBf16>
 inline void MlaAttnPartialT(const MlaCacheView& kv, const int32_t* pos, int64_t i_begin,
                             int64_t i_end, const float* q_lat, const float* q_pe, int32_t n_heads,

@@ -210,7 +210,7 @@ std::map<const void*, OwnedMatrix*> owned_by_data(ModelWeights& w) {
 // by wkv_b in bf16; its f32 copy, for INT8 kv_b or FP8 heads that cannot keep their scale
 // blocks, stays f32), FFNs, experts and lm_head (not the router nor the indexer). Those with an
 // even column count are re-laid out as kTiledPairs in place (their owned tiled copies), which the
-// bf16-dot kernels read without an interleave per column pair (measured: docs/bench.md
+// bf16-dot kernels read without an interleave per column pair (measured: docs/measurements.md
 // "Pair-interleaved tiles").
 void use_bf16_dot(ModelWeights& w) {
   std::map<const void*, OwnedMatrix*> by_data = owned_by_data(w);

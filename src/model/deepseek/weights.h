@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "backend/backend.h"
 #include "base/huge_buffer.h"
 #include "base/status.h"
 #include "io/checkpoint.h"
@@ -15,12 +16,6 @@
 #include "tensor/quantize.h"
 
 namespace dss {
-
-struct FfnWeights {  // SwiGLU: down(silu(gate x) * up x)
-  Matrix gate;       // [d_ff, d_model]
-  Matrix up;         // [d_ff, d_model]
-  Matrix down;       // [d_model, d_ff]
-};
 
 // DeepSeek-V3.2 lightning indexer of one layer (docs/deepseek-reference.md 2.9).
 struct IndexerWeights {

@@ -19,9 +19,9 @@ SequenceRunner::SequenceRunner(const Model& model, int32_t max_len, int32_t page
       page_size_(page_size),
       max_chunk_(std::min(max_chunk, max_len)),
       kv_(model.kv_layout(page_size, kv_dtype), n_pages_for(max_len, page_size)),
-      ws_(model.config(),
-          WorkspaceLimits{std::min(max_chunk, max_len), max_len, std::min(max_chunk, max_len),
-                          model.n_threads(), model.act_quant_fp8()}) {
+      ws_(model.workspace(WorkspaceLimits{std::min(max_chunk, max_len), max_len,
+                                          std::min(max_chunk, max_len), model.n_threads(),
+                                          model.act_quant_fp8()})) {
   const int32_t n = n_pages_for(max_len, page_size);
   for (int32_t i = 0; i < n; ++i) pages_.push_back(n - 1 - i);
   logits_.resize(static_cast<size_t>(max_chunk_) * model.config().n_vocab);

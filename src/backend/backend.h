@@ -1,0 +1,154 @@
+// The backend seam: every heavy operation of the DeepSeek forward pass, as the model blocks
+// (model/deepseek/*) call it. A backend owns compute parallelism (a thread pool, a CUDA stream)
+// and the scratch its operations need; the blocks hold the model's logic (which projection feeds
+// which, residuals, rope, the V3.2 FP8 simulation, path choice) and never see a kernel or a
+// thread. Design and one decode step: docs/architecture.md "Backend seam".
+//
+// Contract of every operation:
+//   - Pointers are the backend's memory (host for CpuBackend; device for a CUDA backend): the
+//     Workspace's buffers, the KvCache's bytes, the weights' data. Shapes are [rows, cols]
+//     row-major, f32 unless stated.
+//   - Results do not depend on the thread count or on how a step's tokens are grouped (batch
+//     invariance, tests/model/invariants_test.cc); the CPU backend is bit-identical to DeepSeek's
+//     float32 reference arithmetic in --matmul-dtype f32 (golden tests).
+//   - Calls come from the thread that runs the forward pass; a backend object is shared by
+//     concurrent forwards only if they pass distinct scratches (BackendScratch).
+//   - No allocation: scratch is sized once (make_scratch) for a WorkspaceLimits bound.
+//
+// A sharded layer (tensor or expert parallel) passes the block its slice (a head range, a
+// vocabulary range, a subset of experts) as the weights and shape; the runtime adds the
+// communicator call after the block. The operations take shapes from their arguments, never
+// from a global config, so they do not know whether they see a shard.
+//
+// Why a concept (compile-time) rather than virtual functions: design.md rule 6 keeps indirect
+// calls out of the per-layer path; the blocks are templates instantiated once per backend
+// (model/deepseek/*.cc end with `template ... <CpuBackend>`), and the one runtime choice of
+// backend is made per forward step (runtime/model.cc).
+#pragma once
+
+#include <concepts>
+#include <cstdint>
+#include <memory>
+
+#include "core/forward_batch.h"
+#include "io/model_config.h"
+#include "kv/kv_cache.h"
+#include "tensor/matrix.h"
+
+namespace dss {
+
+struct FfnWeights {  // SwiGLU: down(silu(gate x) * up x)
+  Matrix gate;       // [d_ff, d_model]
+  Matrix up;         // [d_ff, d_model]
+  Matrix down;       // [d_model, d_ff]
+};
+
+// Bounds a Workspace (and the backend scratch inside it) is sized for.
+struct WorkspaceLimits {
+  int32_t max_tokens = 1;      // tokens per forward step
+  int32_t max_kv_len = 1;      // longest sequence (cached + new) attended to
+  int32_t max_logit_rows = 1;  // rows of logits per step
+  int32_t n_threads = 1;       // compute threads (per-thread attention and routing scratch)
+  bool act_quant = false;      // W8A8 model: the linear layers quantise their inputs to e4m3
+};
+
+// A backend's private scratch (attention tiles and partials, MoE buckets, top-k buffers, W8A8
+// activations), made by the backend for a config and limits and held by the Workspace. Each
+// backend derives its own and casts back (a static_cast per operation, no virtual call).
+struct BackendScratch {
+  virtual ~BackendScratch() = default;
+};
+
+// Cached positions per tile of the naive (prefill) MLA form: K/V are expanded through kv_b one
+// tile at a time, never for the whole context.
+inline constexpr int32_t kMlaPrefillTile = 128;
+// Decode (absorbed) split-K: the attended positions are cut into min(kMlaDecodeMaxParts,
+// ceil(n / kMlaDecodePart)) equal parts, a function of n only, so results do not depend on the
+// thread count; the parts are spread over the threads and merged in order.
+inline constexpr int32_t kMlaDecodePart = 256;
+inline constexpr int32_t kMlaDecodeMaxParts = 64;
+// Absorbed-form tokens whose W_UK / W_UV products run as one batched matmul per head (the tokens
+// of a decode step across sequences, in chunks of this many).
+inline constexpr int32_t kMlaAbsorbChunk = 16;
+
+// The attention shape of one MLA layer (or of a head shard of it: n_heads is the slice's).
+struct MlaShape {
+  int32_t n_heads = 0, d_nope = 0, d_rope = 0, d_v = 0, kv_lora_rank = 0;
+  float softmax_scale = 1.0f;
+  int32_t d_qk() const { return d_nope + d_rope; }
+};
+
+// Which positions each token attends to: the V3.2 indexer's selection, sorted ([n_tokens, topk]),
+// or every position up to its own (n_sel[t] < 0: dense).
+struct AttendedSets {
+  const int32_t* sel = nullptr;    // [max_tokens, topk]
+  const int32_t* n_sel = nullptr;  // [max_tokens]
+  int32_t topk = 0;
+};
+
+// One layer's attention inputs shared by the prefill and decode forms.
+struct MlaAttnArgs {
+  MlaShape shape;
+  const Matrix* kv_b = nullptr;    // [n_heads * (d_nope + d_v), kv_lora_rank]: W_UK rows, W_UV
+  const Matrix* w_uk_t = nullptr;  // [n_heads * kv_lora_rank, d_nope] (absorbed form)
+  const KvCache* kv = nullptr;
+  int32_t i_layer = 0;
+  const ForwardBatch* batch = nullptr;
+  const float* q = nullptr;  // [T, n_heads, d_qk] rotated queries (nope | rope per head)
+  AttendedSets attended;
+  float* attn = nullptr;  // out [T, n_heads, d_v]
+};
+
+// A V3.2 indexer selection over one sequence's cached keys (docs/deepseek-reference.md 2.9).
+struct IndexerSelectArgs {
+  const KvCache* kv = nullptr;
+  int32_t i_layer = 0;
+  const ForwardBatch* batch = nullptr;
+  int32_t i_seq = 0;
+  const float* q = nullptr;     // [T, n_heads, head_dim] quantised queries (e4m3 values in f32)
+  const float* coef = nullptr;  // [T, n_heads] per-head score coefficients
+  int32_t n_heads = 0, head_dim = 0, topk = 0;
+  int32_t* sel = nullptr;    // out [T, topk] (the sequence's tokens' rows)
+  int32_t* n_sel = nullptr;  // out [T]: topk, or -1 where every causal position is selected
+};
+
+// One MoE layer over the step's T tokens (or an expert shard: `experts` holds the local ones and
+// the router still scores all of them).
+struct MoeArgs {
+  const ModelConfig* cfg = nullptr;  // routing parameters (noaux_tc), expert widths
+  const Matrix* router = nullptr;    // [n_experts, d_model]
+  const float* router_bias = nullptr;
+  const FfnWeights* experts = nullptr;  // [n_experts]
+  const FfnWeights* shared = nullptr;   // nullptr: no shared expert
+  int32_t n_tok = 0;
+  const float* x = nullptr;                // [T, d_model]
+  float* out = nullptr;                    // [T, d_model]
+  int32_t* sel_experts = nullptr;          // out [T, n_experts_per_tok], selection order
+  int64_t* routed_expert_reads = nullptr;  // += experts with at least one token
+};
+
+// The operations a model block may call. CpuBackend (backend/cpu/cpu_backend.h) is the one
+// implementation today; docs/architecture.md describes what a device backend does with each.
+template <typename B>
+concept ModelBackend = requires(const B& be, BackendScratch& s, const ModelConfig& cfg,
+                                const WorkspaceLimits& lim, const Matrix& w, const Vector& v,
+                                const float* x, float* y, int64_t n, const MlaAttnArgs& attn,
+                                const int32_t* ids, const IndexerSelectArgs& idx,
+                                const MoeArgs& moe, const FfnWeights& f) {
+  { be.make_scratch(cfg, lim) } -> std::same_as<std::unique_ptr<BackendScratch>>;
+  { be.n_threads() } -> std::same_as<int32_t>;
+  // Linear layers (any weight dtype and layout): y[n, w.n_rows] = x[n, w.n_cols] W^T.
+  be.linear(w, x, n, y, s);
+  // Two products over the same x (fused where the backend can).
+  be.linear_pair(w, y, w, y, x, n, s);
+  be.embed(w, ids, n, y);
+  be.rmsnorm_rows(x, v, n, n, 1.0f, y);
+  be.add_rows(x, n, y);
+  be.ffn(f, x, n, y, s);
+  be.mla_prefill(attn, int32_t{0}, s);
+  be.mla_decode(attn, ids, ids, int32_t{0}, s);
+  be.indexer_select(idx, s);
+  be.moe(moe, s);
+};
+
+}  // namespace dss

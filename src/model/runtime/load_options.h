@@ -1,0 +1,57 @@
+// LoadOptions: how Model::load places a checkpoint, as typed values. The command-line spellings
+// (`--weight-dtype fp8`, ...) are parsed once in the apps (parse_* below, or CLI11 maps built
+// from the same names); the model never sees flag text.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "base/status.h"
+#include "tensor/dtype.h"
+
+namespace dss {
+
+// --weight-dtype / --lm-head-dtype: keep the checkpoint's dtype (memory-mapped, zero copy) or
+// convert at load into owned buffers (QuantPolicy's default set; lm_head alone for the latter).
+enum class WeightDType { kAsStored, kBf16, kFp8, kInt8 };
+// --act-quant: kFp8 is W8A8: activations entering FP8 linear layers are quantised per token per
+// 128 values (the Workspace needs WorkspaceLimits::act_quant).
+enum class ActQuant { kNone, kFp8 };
+// --weight-layout: kTiled repacks the linear weights at load into the kernels' tiled layout
+// (tensor/matrix.h; an owned copy, faster GEMV); kMmap reads them in place from the mapped
+// checkpoint (zero copy, row-major). Same results either way in f32 arithmetic, bit for bit.
+enum class WeightStorage { kTiled, kMmap };
+// --matmul-dtype: the arithmetic of the tiled FP8 / BF16 linear layers (MatmulArith): kF32
+// (DeepSeek's float32 reference arithmetic) | kBf16 (x rounded to bf16, AVX512-BF16 dot products,
+// as DeepSeek's bf16 inference; an error on CPUs without it) | kAuto (bf16 where the CPU has it).
+// The router, the V3.2 indexer, the absorbed-attention W_UK and INT8 weights always stay f32.
+enum class MatmulDType { kF32, kBf16, kAuto };
+
+struct LoadOptions {
+  std::string dir;        // checkpoint directory (config.json + safetensors)
+  int32_t n_threads = 0;  // compute threads (0: all hardware threads)
+  WeightDType weight_dtype = WeightDType::kAsStored;
+  ActQuant act_quant = ActQuant::kNone;
+  WeightStorage weight_layout = WeightStorage::kTiled;
+  // lm_head is the largest single read of a decode step on small models (ds-mini: 265 of 430 MB
+  // in BF16); DeepSeek's releases store it in BF16, which --weight-dtype leaves alone.
+  WeightDType lm_head_dtype = WeightDType::kAsStored;
+  MatmulDType matmul_dtype = MatmulDType::kF32;
+};
+
+// Flag spellings. parse_*: "bf16" | "fp8" | "int8" (and "" for as stored); "none" | "fp8";
+// "tiled" | "mmap"; "f32" | "bf16" | "auto". Errors name `flag` and the accepted values.
+Result<WeightDType> parse_weight_dtype_flag(std::string_view s, std::string_view flag);
+Result<ActQuant> parse_act_quant(std::string_view s);
+Result<WeightStorage> parse_weight_storage(std::string_view s);
+Result<MatmulDType> parse_matmul_dtype(std::string_view s);
+// The flag spelling of a value ("" for WeightDType::kAsStored).
+const char* to_string(WeightDType v);
+const char* to_string(ActQuant v);
+const char* to_string(WeightStorage v);
+const char* to_string(MatmulDType v);
+// The DType a conversion produces (kAsStored: none; CHECK-fails).
+DType converted_dtype(WeightDType v);
+
+}  // namespace dss

@@ -4,7 +4,7 @@
 #include <vector>
 
 #include "apps/dsserve/commands.h"
-#include "apps/dsserve/eval_quant.h"
+#include "perf/eval_quant.h"
 #include "base/clock.h"
 #include "model/deepseek/convert_checkpoint.h"
 
@@ -65,7 +65,7 @@ void add_convert(CLI::App& app) {
 }
 
 void add_eval_quant(CLI::App& app) {
-  auto* o = &command_options<EvalQuantOptions>();
+  auto* o = &command_options<perf::EvalQuantOptions>();
   auto* cmd = app.add_subcommand(
       "eval-quant",
       "Compare candidate weight/activation formats with a reference: top-1 agreement, KL, max "
@@ -88,7 +88,7 @@ void add_eval_quant(CLI::App& app) {
   cmd->add_option("--seed", o->seed, "Seed of the random prompts")->capture_default_str();
   cmd->add_option("--threads", o->n_threads, "Compute threads (0: all)")->capture_default_str();
   cmd->add_flag("--json", o->json, "Print JSON instead of a markdown table");
-  cmd->callback([o] { report_failure("eval-quant", eval_quant(*o)); });
+  cmd->callback([o] { report_failure("eval-quant", perf::eval_quant(*o)); });
 }
 
 }  // namespace

@@ -1,4 +1,4 @@
-#include "apps/dsserve/eval_quant.h"
+#include "perf/eval_quant.h"
 
 #include <algorithm>
 #include <cmath>
@@ -13,7 +13,7 @@
 #include "model/runtime/model.h"
 #include "model/runtime/sequence_runner.h"
 
-namespace dss::app {
+namespace dss::perf {
 
 namespace {
 
@@ -229,4 +229,4 @@ Status eval_quant(const EvalQuantOptions& o) {
   return Status::ok();
 }
 
-}  // namespace dss::app
+}  // namespace dss::perf

@@ -10,7 +10,7 @@
 
 #include "base/status.h"
 
-namespace dss::app {
+namespace dss::perf {
 
 struct EvalQuantOptions {
   std::string ref;                      // model spec (see parse in eval_quant.cc)
@@ -27,4 +27,4 @@ struct EvalQuantOptions {
 // Runs the evaluation and prints a markdown table (or JSON) to stdout.
 Status eval_quant(const EvalQuantOptions& o);
 
-}  // namespace dss::app
+}  // namespace dss::perf

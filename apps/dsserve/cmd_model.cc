@@ -12,6 +12,7 @@
 #include "base/clock.h"
 #include "io/json.h"
 #include "model/runtime/model.h"
+#include "model/runtime/model_summary.h"
 #include "model/runtime/sequence_runner.h"
 
 namespace dss::app {
@@ -162,60 +163,12 @@ int run_inspect(const std::string& dir, bool json) {
     std::fprintf(stderr, "dsserve inspect: %s\n", model.message().c_str());
     return 1;
   }
-  const ModelConfig& c = (*model)->config();
-  const Checkpoint& ck = (*model)->checkpoint();
-  // Parameters by dtype (scale tensors counted as their own F32 entries).
-  std::map<std::string, std::pair<int64_t, size_t>> by_dtype;  // dtype -> (params, bytes)
-  for (const auto& name : ck.names()) {
-    auto t = ck.get(name);
-    auto& e = by_dtype[std::string(dtype_name(t->dtype))];
-    e.first += t->numel();
-    e.second += t->n_bytes;
-  }
-  // KV bytes per token over all layers for each --kv-cache-dtype (docs/kv_layout.md; V3.2 rows
-  // include the indexer key: index_head_dim e4m3 bytes + one f32 scale per layer).
-  const size_t kv_bf16 = (*model)->kv_layout(64, DType::kBF16).bytes_per_token();
-  const size_t kv_f32 = (*model)->kv_layout(64, DType::kF32).bytes_per_token();
-  const size_t kv_fp8 = (*model)->kv_layout(64, DType::kF8E4M3).bytes_per_token();
-  const char* kv_default = kv_dtype_name((*model)->default_kv_dtype());
-  OrderedJson j;
-  j["architecture"] = model_arch_name(c.arch);
-  j["layers"] = c.n_layers;
-  j["dense_layers"] = c.n_dense_layers;
-  j["hidden_size"] = c.d_model;
-  j["heads"] = c.n_heads;
-  j["vocab_size"] = c.n_vocab;
-  j["experts"] = {{"routed", c.n_experts},
-                  {"shared", c.n_shared_experts},
-                  {"per_token", c.n_experts_per_tok},
-                  {"groups", c.n_expert_groups},
-                  {"groups_per_token", c.n_groups_per_tok}};
-  j["mla"] = {{"q_lora_rank", c.q_lora_rank}, {"kv_lora_rank", c.kv_lora_rank},
-              {"qk_nope_head_dim", c.d_nope}, {"qk_rope_head_dim", c.d_rope},
-              {"v_head_dim", c.d_v},          {"softmax_scale", c.softmax_scale()}};
-  j["quantization"] = c.quant.int8  ? "int8 per output channel (w8a8_int8)"
-                      : c.quant.fp8 ? (c.quant.ue8m0 ? "fp8 e4m3 128x128 blocks, ue8m0 scales"
-                                                     : "fp8 e4m3 128x128 blocks")
-                                    : "none";
-  int64_t total_params = 0;
-  size_t total_bytes = 0;
-  for (const auto& [dt, pb] : by_dtype) {
-    j["tensors_by_dtype"][dt] = {{"elements", pb.first}, {"bytes", pb.second}};
-    total_bytes += pb.second;
-    if (dt != "F32" || !(c.quant.fp8 || c.quant.int8)) total_params += pb.first;
-  }
-  j["total_bytes"] = total_bytes;
-  j["files"] = ck.files().size();
-  j["kv_cache_bytes_per_token"] = {{"fp8", kv_fp8},
-                                   {"bf16", kv_bf16},
-                                   {"f32", kv_f32},
-                                   {"default", kv_default},
-                                   {"values_per_layer", c.d_kv_cache()}};
-  j["max_position_embeddings"] = c.max_position_embeddings;
+  const OrderedJson j = model_summary(**model);
   if (json) {
     std::cout << j.dump(2) << "\n";
     return 0;
   }
+  const ModelConfig& c = (*model)->config();
   std::printf("architecture      %s\n", model_arch_name(c.arch).c_str());
   std::printf("layers            %d (%d dense, %d MoE)\n", c.n_layers, c.n_dense_layers,
               c.n_layers - c.n_dense_layers);
@@ -228,17 +181,19 @@ int run_inspect(const std::string& dir, bool json) {
               c.n_experts, c.n_shared_experts, c.n_experts_per_tok, c.n_expert_groups,
               c.n_groups_per_tok);
   std::printf("quantization      %s\n", j["quantization"].get<std::string>().c_str());
-  for (const auto& [dt, pb] : by_dtype) {
-    std::printf("tensors %-9s %lld elements, %s\n", dt.c_str(), static_cast<long long>(pb.first),
-                human_bytes(static_cast<double>(pb.second)).c_str());
+  for (const auto& [dt, e] : j["tensors_by_dtype"].items()) {
+    std::printf("tensors %-9s %lld elements, %s\n", dt.c_str(),
+                static_cast<long long>(e["elements"].get<int64_t>()),
+                human_bytes(e["bytes"].get<double>()).c_str());
   }
   std::printf("total             %s in %zu file(s)\n",
-              human_bytes(static_cast<double>(total_bytes)).c_str(), ck.files().size());
+              human_bytes(j["total_bytes"].get<double>()).c_str(), j["files"].get<size_t>());
+  const auto& kv = j["kv_cache_bytes_per_token"];
   std::printf(
       "KV cache / token  %d values x %d layers = %s (fp8), %s (bf16), %s (f32); default %s\n",
-      c.d_kv_cache(), c.n_layers, human_bytes(static_cast<double>(kv_fp8)).c_str(),
-      human_bytes(static_cast<double>(kv_bf16)).c_str(),
-      human_bytes(static_cast<double>(kv_f32)).c_str(), kv_default);
+      c.d_kv_cache(), c.n_layers, human_bytes(kv["fp8"].get<double>()).c_str(),
+      human_bytes(kv["bf16"].get<double>()).c_str(), human_bytes(kv["f32"].get<double>()).c_str(),
+      kv["default"].get<std::string>().c_str());
   return 0;
 }
 

@@ -4,9 +4,9 @@
 #include <vector>
 
 #include "apps/dsserve/commands.h"
-#include "perf/eval_quant.h"
 #include "base/clock.h"
 #include "model/deepseek/convert_checkpoint.h"
+#include "perf/eval_quant.h"
 
 namespace dss::app {
 

@@ -11,6 +11,7 @@
 #include "apps/dsserve/init_model.h"
 #include "base/clock.h"
 #include "io/json.h"
+#include "model/runtime/logits_probe.h"
 #include "model/runtime/model.h"
 #include "model/runtime/model_summary.h"
 #include "model/runtime/sequence_runner.h"
@@ -34,14 +35,6 @@ Result<std::vector<TokenId>> parse_ids(const std::string& s) {
   }
   if (ids.empty()) return Status::error("--ids: no token ids given");
   return ids;
-}
-
-int32_t argmax(const float* v, int32_t n) {
-  int32_t best = 0;
-  for (int32_t i = 1; i < n; ++i) {
-    if (v[i] > v[best]) best = i;
-  }
-  return best;
 }
 
 struct LogitsArgs {
@@ -82,46 +75,19 @@ int run_logits(const LogitsArgs& a) {
   AttnPath path = AttnPath::kAuto;
   if (a.attn == "naive") path = AttnPath::kNaive;
   if (a.attn == "absorbed") path = AttnPath::kAbsorbed;
-  const int32_t n = static_cast<int32_t>(ids->size());
-  const int32_t max_len = n + std::max(a.decode, 0);
+  const int32_t max_len = static_cast<int32_t>(ids->size()) + std::max(a.decode, 0);
   if (max_len > c.max_position_embeddings) {
     std::fprintf(stderr, "dsserve logits: %d tokens exceed max_position_embeddings %d\n", max_len,
                  c.max_position_embeddings);
     return 2;
   }
-  SequenceRunner runner(**model, max_len, 64, a.chunk);
-  std::vector<int32_t> am(static_cast<size_t>(n));
-  std::vector<float> am_logit(static_cast<size_t>(n));
-  std::vector<float> last(static_cast<size_t>(c.n_vocab));
-  const double t1 = now_seconds();
-  runner.prefill(
-      *ids, /*all_logits=*/true,
-      [&](int32_t first, int32_t rows, const float* lg) {
-        for (int32_t r = 0; r < rows; ++r) {
-          const float* row = lg + static_cast<size_t>(r) * c.n_vocab;
-          const int32_t best = argmax(row, c.n_vocab);
-          am[static_cast<size_t>(first + r)] = best;
-          am_logit[static_cast<size_t>(first + r)] = row[best];
-          if (first + r == n - 1) std::copy(row, row + c.n_vocab, last.begin());
-        }
-      },
-      path);
-  const double t_prefill = now_seconds() - t1;
-  std::vector<int32_t> greedy;
-  if (a.decode > 0) {
-    greedy.push_back(am.back());
-    while (static_cast<int32_t>(greedy.size()) < a.decode) {
-      const float* lg = runner.decode(greedy.back(), path);
-      greedy.push_back(argmax(lg, c.n_vocab));
-    }
-  }
-  const double t_total = now_seconds() - t1;
+  const LogitsProbe p = probe_logits(**model, *ids, a.decode, a.chunk, path);
   OrderedJson out;
-  out["argmax"] = am;
-  out["argmax_logit"] = am_logit;
-  out["last_logits"] = last;
-  out["greedy"] = greedy;
-  out["timing"] = {{"load_s", t_load}, {"prefill_s", t_prefill}, {"total_s", t_total}};
+  out["argmax"] = p.argmax;
+  out["argmax_logit"] = p.argmax_logit;
+  out["last_logits"] = p.last_logits;
+  out["greedy"] = p.greedy;
+  out["timing"] = {{"load_s", t_load}, {"prefill_s", p.prefill_s}, {"total_s", p.total_s}};
   std::cout << out.dump() << "\n";
   return 0;
 }

@@ -1,0 +1,27 @@
+// One prompt through a loaded model, as `dsserve logits` reports it (the CLI's check against
+// DeepSeek's reference logits): a chunked prefill with logits for every position, then `decode`
+// greedy tokens (the first from the prefill's last row, then decode steps).
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "model/runtime/model.h"
+
+namespace dss {
+
+struct LogitsProbe {
+  std::vector<int32_t> argmax;      // [n] the argmax of each prompt position's logits
+  std::vector<float> argmax_logit;  // [n] its logit
+  std::vector<float> last_logits;   // [n_vocab] the last prompt position's logits
+  std::vector<int32_t> greedy;      // [decode] greedy tokens
+  double prefill_s = 0.0, total_s = 0.0;
+};
+
+// ids: token ids < n_vocab, with ids.size() + decode <= max_position_embeddings (CHECKed: the
+// caller validates). chunk: prefill tokens per forward.
+LogitsProbe probe_logits(const Model& m, std::span<const TokenId> ids, int32_t decode,
+                         int32_t chunk, AttnPath path);
+
+}  // namespace dss

@@ -11,16 +11,13 @@
 // Both use softmax_scale = d_qk^-0.5 * mscale^2 and a causal mask offset by the cached length.
 #include <algorithm>
 #include <array>
-#include <cmath>
 #include <limits>
 
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/cpu_scratch.h"
 #include "base/check.h"
-#include "base/phase_timer.h"
 #include "kernels/cpu/attn_tile.h"
 #include "kernels/cpu/matmul.h"
-#include "kernels/cpu/matmul_parallel.h"
 #include "kernels/cpu/mla_attn.h"
 
 namespace dss {
@@ -362,7 +359,6 @@ class DecodeChunk {
     return {j1, units};
   }
   const TokenAttn& token(int32_t j) const { return ta_[static_cast<size_t>(j)]; }
-  int32_t n() const { return n_; }
 
  private:
   const MlaAttnArgs& a_;

@@ -1,15 +1,17 @@
 #include "model/runtime/load_options.h"
 
 #include "base/check.h"
+#include "model/deepseek/quant_policy.h"
 
 namespace dss {
 
 Result<WeightDType> parse_weight_dtype_flag(std::string_view s, std::string_view flag) {
   if (s.empty()) return WeightDType::kAsStored;
-  if (s == "bf16") return WeightDType::kBf16;
-  if (s == "fp8") return WeightDType::kFp8;
-  if (s == "int8") return WeightDType::kInt8;
-  return Status::error(flag, ": '", s, "' is not bf16 | fp8 | int8");
+  // The spellings and the error are `dsserve convert --to`'s (quant_policy.h).
+  DSS_ASSIGN_OR_RETURN(DType t, parse_weight_dtype(std::string(s), std::string(flag)));
+  return t == DType::kBF16 ? WeightDType::kBf16
+         : t == DType::kI8 ? WeightDType::kInt8
+                           : WeightDType::kFp8;
 }
 
 Result<ActQuant> parse_act_quant(std::string_view s) {

@@ -40,7 +40,8 @@ struct LoadOptions {
   MatmulDType matmul_dtype = MatmulDType::kF32;
 };
 
-// Flag spellings. parse_*: "bf16" | "fp8" | "int8" (and "" for as stored); "none" | "fp8";
+// Flag spellings. parse_*: "bf16" | "fp8" | "int8" (and "" for as stored; parse_weight_dtype's);
+// "none" | "fp8";
 // "tiled" | "mmap"; "f32" | "bf16" | "auto". Errors name `flag` and the accepted values.
 Result<WeightDType> parse_weight_dtype_flag(std::string_view s, std::string_view flag);
 Result<ActQuant> parse_act_quant(std::string_view s);

@@ -1,8 +1,9 @@
 // The backend seam: every heavy operation of the DeepSeek forward pass, as the model blocks
 // (model/deepseek/*) call it. A backend owns compute parallelism (a thread pool, a CUDA stream)
+// and the memory the model lives in (allocate: the weights' arena, the KV pool, the activations)
 // and the scratch its operations need; the blocks hold the model's logic (which projection feeds
-// which, residuals, rope, the V3.2 FP8 simulation, path choice) and never see a kernel or a
-// thread. Design and one decode step: docs/architecture.md "Backend seam".
+// which, residuals, which rows go to the cache, path choice) and never see a kernel or a thread.
+// Design and one decode step: docs/architecture.md "Backend seam".
 //
 // Contract of every operation:
 //   - Pointers are the backend's memory (host for CpuBackend; device for a CUDA backend): the
@@ -30,6 +31,7 @@
 #include <cstdint>
 #include <memory>
 
+#include "base/buffer.h"
 #include "core/forward_batch.h"
 #include "io/model_config.h"
 #include "kv/kv_cache.h"
@@ -42,6 +44,10 @@ struct FfnWeights {  // SwiGLU: down(silu(gate x) * up x)
   Matrix up;         // [d_ff, d_model]
   Matrix down;       // [d_model, d_ff]
 };
+
+// What an allocation holds. Every allocation is zero-filled. kKvCache is resident from the start
+// (a preallocated pool: its memory is paid at start-up, not as the prefix cache fills).
+enum class MemoryUse : uint8_t { kWeights, kKvCache, kActivations };
 
 // Bounds a Workspace (and the backend scratch inside it) is sized for.
 struct WorkspaceLimits {
@@ -112,6 +118,42 @@ struct IndexerSelectArgs {
   int32_t* n_sel = nullptr;  // out [T]: topk, or -1 where every causal position is selected
 };
 
+// The step's new MLA cache rows and rotated queries, per token t (docs/deepseek-reference.md
+// 2.3-2.4): rows[t, 0:R] = rmsnorm(kv_a[t, 0:R]) * kv_a_norm (V3.2: then act_quant UE8M0 per
+// 128 values and back, the reference's FP8 latent); rows[t, R:R+d_rope] = kv_a[t, R:] rotated
+// (interleaved pairs) at positions[t]; the rope part of every head of q rotated in place.
+struct MlaRopeArgs {
+  MlaShape shape;  // n_heads (of q), d_nope, d_rope, kv_lora_rank
+  int32_t n_tok = 0;
+  const int32_t* positions = nullptr;  // [T]
+  const float* rope_freqs = nullptr;   // [d_rope / 2] (YaRN-adjusted)
+  const float* kv_a = nullptr;         // [T, kv_lora_rank + d_rope]
+  const Vector* kv_a_norm = nullptr;   // [kv_lora_rank]
+  float eps = 1e-6f;
+  bool fp8_latent = false;  // V3.2
+  float* q = nullptr;       // in/out [T, n_heads, d_nope + d_rope]
+  float* rows = nullptr;    // out [T, d_row], columns [0, kv_lora_rank + d_rope)
+  int32_t d_row = 0;
+};
+
+// The V3.2 indexer's keys and queries after their projections (docs/deepseek-reference.md 2.9),
+// per token t: key = act_quant(hadamard(rope_half_split(LayerNorm(k[t])))) into
+// rows[t, key_offset : key_offset + head_dim] and its scale at rows[t, key_offset + head_dim];
+// each head h of q[t] rotated, transformed and quantised in place, and
+// coef[t, h] *= n_heads^-0.5 * scale_q(t, h) * head_dim^-0.5.
+struct IndexerRopeArgs {
+  int32_t n_tok = 0, n_heads = 0, head_dim = 0, d_rope = 0;
+  const int32_t* positions = nullptr;  // [T]
+  const float* rope_freqs = nullptr;   // [d_rope / 2]
+  const float* k_norm_w = nullptr;     // [head_dim] LayerNorm weight
+  const float* k_norm_b = nullptr;     // [head_dim] LayerNorm bias
+  float* k = nullptr;                  // in [T, head_dim] wk x (overwritten)
+  float* q = nullptr;                  // in/out [T, n_heads, head_dim]
+  float* coef = nullptr;               // in/out [T, n_heads] weights_proj x
+  float* rows = nullptr;               // out [T, d_row]
+  int32_t d_row = 0, key_offset = 0;
+};
+
 // One MoE layer over the step's T tokens (or an expert shard: `experts` holds the local ones and
 // the router still scores all of them).
 struct MoeArgs {
@@ -134,7 +176,10 @@ concept ModelBackend = requires(const B& be, BackendScratch& s, const ModelConfi
                                 const WorkspaceLimits& lim, const Matrix& w, const Vector& v,
                                 const float* x, float* y, int64_t n, const MlaAttnArgs& attn,
                                 const int32_t* ids, const IndexerSelectArgs& idx,
-                                const MoeArgs& moe, const FfnWeights& f) {
+                                const MoeArgs& moe, const FfnWeights& f, const MlaRopeArgs& rope,
+                                const IndexerRopeArgs& idx_rope, KvCache& kv) {
+  // `bytes` zero-filled bytes of the backend's memory for `use`.
+  { be.allocate(size_t{0}, MemoryUse::kWeights) } -> std::same_as<Buffer>;
   { be.make_scratch(cfg, lim) } -> std::same_as<std::unique_ptr<BackendScratch>>;
   { be.n_threads() } -> std::same_as<int32_t>;
   // Linear layers (any weight dtype and layout): y[n, w.n_rows] = x[n, w.n_cols] W^T.
@@ -145,6 +190,10 @@ concept ModelBackend = requires(const B& be, BackendScratch& s, const ModelConfi
   be.rmsnorm_rows(x, v, n, n, 1.0f, y);
   be.add_rows(x, n, y);
   be.ffn(f, x, n, y, s);
+  be.mla_rope_rows(rope, s);
+  be.indexer_rope_quant(idx_rope, s);
+  // Rows [n, KvLayout::d_row] into layer i's cache at slots (the layout's storage dtype).
+  be.kv_store_rows(kv, int32_t{0}, ids, x, int32_t{0});
   be.mla_prefill(attn, int32_t{0}, s);
   be.mla_decode(attn, ids, ids, int32_t{0}, s);
   be.indexer_select(idx, s);

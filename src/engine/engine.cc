@@ -157,7 +157,8 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& o) {
         " (raise --kv-cache-memory / --max-total-tokens or lower --context-length)");
   }
   if (n_pages > INT32_MAX / o.page_size) return Status::error("KV cache too large");
-  impl->kv = std::make_unique<KvCache>(layout, static_cast<int32_t>(n_pages));
+  impl->kv =
+      std::make_unique<KvCache>(impl->model->make_kv_cache(layout, static_cast<int32_t>(n_pages)));
   impl->pool = std::make_unique<BlockPool>(static_cast<int32_t>(n_pages));
   impl->radix = std::make_unique<RadixCache>(o.page_size, *impl->pool);
   SchedulerConfig sc{o.page_size, o.max_running_requests, o.chunked_prefill_size,

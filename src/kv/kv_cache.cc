@@ -42,23 +42,46 @@ const char* kv_dtype_name(DType t) {
   return t == DType::kF32 ? "f32" : t == DType::kBF16 ? "bf16" : "fp8";
 }
 
-KvCache::KvCache(const KvLayout& layout, int32_t n_pages) : layout_(layout), n_pages_(n_pages) {
-  DSS_CHECK(layout.n_layers > 0 && layout.d_latent > 0 && layout.page_size > 0 && n_pages > 0,
-            "bad KV layout");
-  const auto n = static_cast<size_t>(n_slots());
-  const auto L = static_cast<size_t>(layout.n_layers);
+namespace {
+struct Offsets {
+  size_t index_keys = 0, index_scales = 0, layer = 0;  // bytes, within / of one layer
+};
+Offsets offsets(const KvLayout& y, int32_t n_pages) {
+  const auto n = static_cast<size_t>(n_pages) * static_cast<size_t>(y.page_size);
   auto align64 = [](size_t b) { return (b + 63) / 64 * 64; };
-  index_keys_offset_ = align64(n * layout.latent_row_bytes());
-  index_scales_offset_ = align64(index_keys_offset_ + n * static_cast<size_t>(layout.d_index));
-  layer_bytes_ =
-      layout.d_index > 0 ? align64(index_scales_offset_ + n * sizeof(float)) : index_keys_offset_;
-  bytes_ = HugeBuffer(L * layer_bytes_);  // zero-filled: +0.0f scales, zero codes
-  // Preallocated: resident from start-up, so memory use is known at launch and RSS does not grow
-  // while the prefix cache fills the pool.
-  bytes_.prefault();
+  Offsets o;
+  o.index_keys = align64(n * y.latent_row_bytes());
+  o.index_scales = align64(o.index_keys + n * static_cast<size_t>(y.d_index));
+  o.layer = y.d_index > 0 ? align64(o.index_scales + n * sizeof(float)) : o.index_keys;
+  return o;
+}
+}  // namespace
+
+size_t KvCache::storage_bytes(const KvLayout& layout, int32_t n_pages) {
+  return static_cast<size_t>(layout.n_layers) * offsets(layout, n_pages).layer;
 }
 
+KvCache::KvCache(const KvLayout& layout, int32_t n_pages, Buffer storage)
+    : layout_(layout), n_pages_(n_pages), bytes_(std::move(storage)) {
+  DSS_CHECK(layout.n_layers > 0 && layout.d_latent > 0 && layout.page_size > 0 && n_pages > 0,
+            "bad KV layout");
+  const Offsets o = offsets(layout, n_pages);
+  index_keys_offset_ = o.index_keys;
+  index_scales_offset_ = o.index_scales;
+  layer_bytes_ = o.layer;
+  DSS_CHECK(bytes_.size() >= storage_bytes(layout, n_pages), "KV storage of ", bytes_.size(),
+            " bytes < ", storage_bytes(layout, n_pages));
+}
+
+// Preallocated: resident from start-up, so memory use is known at launch and RSS does not grow
+// while the prefix cache fills the pool. Zero-filled: +0.0f scales, zero codes.
+KvCache::KvCache(const KvLayout& layout, int32_t n_pages)
+    : KvCache(layout, n_pages,
+              Buffer::host(layout.n_layers > 0 && n_pages > 0 ? storage_bytes(layout, n_pages) : 0,
+                           /*prefault=*/true)) {}
+
 void KvCache::store(int32_t i_layer, int32_t slot, const float* row) {
+  DSS_CHECK(bytes_.space() == MemorySpace::kHost, "KvCache::store/load on device memory");
   const KvLayout& y = layout_;
   const auto s = static_cast<size_t>(slot);
   const int32_t R = y.d_latent, dr = y.d_rope;
@@ -98,6 +121,7 @@ void KvCache::store(int32_t i_layer, int32_t slot, const float* row) {
 }
 
 void KvCache::load(int32_t i_layer, int32_t slot, float* row) const {
+  DSS_CHECK(bytes_.space() == MemorySpace::kHost, "KvCache::store/load on device memory");
   const KvLayout& y = layout_;
   const auto s = static_cast<size_t>(slot);
   const int32_t R = y.d_latent, dr = y.d_rope;

@@ -26,7 +26,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "base/huge_buffer.h"
+#include "base/buffer.h"
 #include "tensor/dtype.h"
 
 namespace dss {
@@ -64,6 +64,13 @@ const char* kv_dtype_name(DType t);  // inverse of kv_dtype_from_name
 
 class KvCache {
  public:
+  // Bytes of storage a cache of `n_pages` pages of `layout` needs (all layers).
+  static size_t storage_bytes(const KvLayout& layout, int32_t n_pages);
+  // Over `storage` (zero-filled, at least storage_bytes; the backend allocated it:
+  // Model::make_kv_cache). store/load and the CPU kernels need it in host memory; a device
+  // backend's cache keeps this layout in device memory and writes it with its own kv_store_rows.
+  KvCache(const KvLayout& layout, int32_t n_pages, Buffer storage);
+  // Over host memory of its own, resident from the start (tools and kernel tests with no model).
   KvCache(const KvLayout& layout, int32_t n_pages);
 
   const KvLayout& layout() const { return layout_; }
@@ -91,11 +98,11 @@ class KvCache {
  private:
   KvLayout layout_;
   int32_t n_pages_;
-  // One zero-filled huge-page buffer (base/huge_buffer.h: the sparse V3.2 gather reads rows
-  // scattered over the whole cache) holding per layer, layer_bytes_ apart: the latent rows
-  // [n_slots * latent_row_bytes], then (V3.2) the indexer keys [n_slots * d_index] at
+  // One zero-filled buffer (on the CPU backend: huge pages, base/huge_buffer.h: the sparse V3.2
+  // gather reads rows scattered over the whole cache) holding per layer, layer_bytes_ apart: the
+  // latent rows [n_slots * latent_row_bytes], then (V3.2) the indexer keys [n_slots * d_index] at
   // index_keys_offset_ and their scales [n_slots] f32 at index_scales_offset_ (64-byte aligned).
-  HugeBuffer bytes_;
+  Buffer bytes_;
   size_t layer_bytes_ = 0, index_keys_offset_ = 0, index_scales_offset_ = 0;
   uint8_t* layer(int32_t i) { return bytes_.data() + static_cast<size_t>(i) * layer_bytes_; }
   const uint8_t* layer(int32_t i) const {

@@ -18,7 +18,8 @@ BatchDriver::BatchDriver(const Model& model, int32_t n_seqs, int32_t max_len, in
       max_new_(std::min(max_new, max_len)),
       page_size_(page_size),
       pages_per_seq_((max_len + page_size - 1) / page_size),
-      kv_(model.kv_layout(page_size, kv_dtype), n_seqs * ((max_len + page_size - 1) / page_size)),
+      kv_(model.make_kv_cache(model.kv_layout(page_size, kv_dtype),
+                              n_seqs * ((max_len + page_size - 1) / page_size))),
       ws_(model.workspace(WorkspaceLimits{n_seqs * std::min(max_new, max_len), max_len, n_seqs,
                                           model.n_threads(), model.act_quant_fp8()})) {
   DSS_CHECK(n_seqs >= 1 && max_len >= 1 && max_new >= 1 && page_size >= 1);

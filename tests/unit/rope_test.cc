@@ -3,6 +3,8 @@
 // in between a linear blend (i = 16: ramp 6/13, factor 1 - 6/13 * 39/40 ~ 0.55).
 #include "model/deepseek/rope.h"
 
+#include "kernels/cpu/rope.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -46,7 +48,7 @@ TEST(Rope, TinyV3CorrectionRangeIs0To3) {
 TEST(Rope, InterleavedRotationIsAComplexProduct) {
   float x[4] = {1.0f, 2.0f, 3.0f, 4.0f};
   const float c[2] = {std::cos(0.5f), std::cos(1.5f)}, s[2] = {std::sin(0.5f), std::sin(1.5f)};
-  rope_rotate_interleaved(x, 2, c, s);
+  cpu::rope_rotate_interleaved(x, 2, c, s);
   EXPECT_NEAR(x[0], 1 * c[0] - 2 * s[0], 1e-6f);
   EXPECT_NEAR(x[1], 1 * s[0] + 2 * c[0], 1e-6f);
   EXPECT_NEAR(x[2], 3 * c[1] - 4 * s[1], 1e-6f);

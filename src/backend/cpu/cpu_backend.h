@@ -34,6 +34,8 @@ class CpuBackend {
   ThreadPool& pool() const { return *pool_; }
   const Options& options() const { return o_; }
 
+  // Zero-filled host memory on transparent huge pages; kKvCache resident from the start.
+  Buffer allocate(size_t bytes, MemoryUse use) const;
   // Scratch for forwards within `lim` of a model with config `cfg`.
   std::unique_ptr<BackendScratch> make_scratch(const ModelConfig& cfg,
                                                const WorkspaceLimits& lim) const;
@@ -53,6 +55,14 @@ class CpuBackend {
   void add_rows(const float* x, int64_t n, float* y) const;
   // SwiGLU FFN: y[n_tok, d_model] = down(silu(gate x) * up x).
   void ffn(const FfnWeights& f, const float* x, int64_t n_tok, float* y, BackendScratch& s) const;
+
+  // Latent norm (+ V3.2 FP8 simulation) and rope of the new cache rows, rope of the queries.
+  void mla_rope_rows(const MlaRopeArgs& a, BackendScratch& s) const;
+  // V3.2 indexer keys into the rows, queries and coefficients in place.
+  void indexer_rope_quant(const IndexerRopeArgs& a, BackendScratch& s) const;
+  // KvCache::store of n rows at slots[0, n).
+  void kv_store_rows(KvCache& kv, int32_t i_layer, const int32_t* slots, const float* rows,
+                     int32_t n) const;
 
   // MLA naive ("MHA mode") form for sequence i_seq's new tokens: flash attention over tiles of
   // kMlaPrefillTile cached positions, each tile's K/V expanded through kv_b once for all tokens.

@@ -14,6 +14,8 @@ CpuScratch::CpuScratch(const ModelConfig& c, const WorkspaceLimits& lim) : limit
   const auto dr = static_cast<size_t>(c.d_rope), tile = static_cast<size_t>(kMlaPrefillTile);
   const auto nt = static_cast<size_t>(std::max(1, lim.n_threads));
   const auto chunk = static_cast<size_t>(kMlaAbsorbChunk);
+  rope_cos.resize(dr / 2);
+  rope_sin.resize(dr / 2);
   q_lat.resize(chunk * H * R);
   q_pe.resize(chunk * H * dr);
   o_lat.resize(chunk * H * R);

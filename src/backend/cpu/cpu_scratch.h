@@ -25,6 +25,7 @@ struct CpuScratch final : BackendScratch {
   CpuScratch(const ModelConfig& cfg, const WorkspaceLimits& limits);
 
   WorkspaceLimits limits;
+  std::vector<float> rope_cos, rope_sin;  // [d_rope / 2] one token's rotation
   // Absorbed (decode) MLA form: W_UK / W_UV for a chunk of kMlaAbsorbChunk tokens at a time
   // (chunk row j), attention one token at a time, split-K over at most kMlaDecodeMaxParts:
   std::vector<float> q_lat, q_pe;     // [chunk, n_heads, kv_lora_rank], [chunk, n_heads, d_rope]

@@ -1,42 +1,36 @@
 #include "model/deepseek/indexer.h"
 
-#include <cmath>
-
 #include "backend/cpu/cpu_backend.h"
 #include "base/check.h"
-#include "model/deepseek/fp8_sim.h"
 
 namespace dss {
 
 template <ModelBackend B>
 void indexer_keys(const B& be, const ModelConfig& c, const RopeTable& rope, const IndexerWeights& w,
                   const ForwardBatch& b, int32_t d_row, Workspace& ws) {
-  const int32_t T = b.n_tokens(), HI = c.index_n_heads, D = c.index_head_dim,
-                n_pairs = c.d_rope / 2;
+  const int32_t T = b.n_tokens(), D = c.index_head_dim;
   const int32_t off = c.kv_lora_rank + c.d_rope;
   DSS_CHECK(d_row == off + D + 1, "cache row of ", d_row, " floats has no indexer key");
   BackendScratch& s = *ws.backend;
   be.linear(w.wk, ws.xn.data(), T, ws.idx_k.data(), s);
   be.linear(w.wq_b, ws.q_a.data(), T, ws.idx_q.data(), s);  // q_a holds cq (after q_a_layernorm)
   be.linear(w.weights_proj, ws.xn.data(), T, ws.idx_w.data(), s);
-  const float w_scale = 1.0f / std::sqrt(static_cast<float>(HI));
-  for (int32_t t = 0; t < T; ++t) {
-    rope.angles(b.positions[static_cast<size_t>(t)], ws.rope_cos.data(), ws.rope_sin.data());
-    float* k = ws.idx_k.data() + static_cast<size_t>(t) * D;
-    layer_norm(k, w.k_norm_w.data(), w.k_norm_b.data(), D, 1e-6f, k);
-    rope_rotate_half_split(k, n_pairs, ws.rope_cos.data(), ws.rope_sin.data());
-    hadamard_transform(k, D);
-    float* row = ws.kv_new.data() + static_cast<size_t>(t) * d_row + off;
-    row[D] = act_quant_ue8m0(k, D, row);
-    for (int32_t h = 0; h < HI; ++h) {
-      float* q = ws.idx_q.data() + (static_cast<size_t>(t) * HI + h) * D;
-      rope_rotate_half_split(q, n_pairs, ws.rope_cos.data(), ws.rope_sin.data());
-      hadamard_transform(q, D);
-      const float sq = act_quant_ue8m0(q, D, q);
-      float& coef = ws.idx_w[static_cast<size_t>(t) * HI + h];
-      coef = coef * w_scale * sq * (1.0f / std::sqrt(static_cast<float>(D)));
-    }
-  }
+  IndexerRopeArgs r;
+  r.n_tok = T;
+  r.n_heads = c.index_n_heads;
+  r.head_dim = D;
+  r.d_rope = c.d_rope;
+  r.positions = b.positions.data();
+  r.rope_freqs = rope.freqs().data();
+  r.k_norm_w = w.k_norm_w.data();
+  r.k_norm_b = w.k_norm_b.data();
+  r.k = ws.idx_k.data();
+  r.q = ws.idx_q.data();
+  r.coef = ws.idx_w.data();
+  r.rows = ws.kv_new.data();
+  r.d_row = d_row;
+  r.key_offset = off;
+  be.indexer_rope_quant(r, s);
 }
 
 template <ModelBackend B>

@@ -5,40 +5,11 @@
 #include "backend/cpu/cpu_backend.h"
 #include "base/check.h"
 #include "base/phase_timer.h"
-#include "model/deepseek/fp8_sim.h"
 #include "model/deepseek/indexer.h"
 
 namespace dss {
 
 namespace {
-
-// Normalise + rotate the new cache rows (ws.kv_new), rotate the query rope parts (ws.q).
-template <ModelBackend B>
-void rope_and_rows(const B& be, const ModelConfig& c, const RopeTable& rope, const MlaWeights& w,
-                   const ForwardBatch& b, int32_t d_row, Workspace& ws) {
-  const int32_t T = b.n_tokens(), H = c.n_heads, d_qk = c.d_qk(), R = c.kv_lora_rank;
-  const int32_t n_pairs = c.d_rope / 2;
-  for (int32_t t = 0; t < T; ++t) {
-    rope.angles(b.positions[static_cast<size_t>(t)], ws.rope_cos.data(), ws.rope_sin.data());
-    const float* kva = ws.kv_a.data() + static_cast<size_t>(t) * (R + c.d_rope);
-    float* row = ws.kv_new.data() + static_cast<size_t>(t) * d_row;
-    be.rmsnorm_rows(kva, w.kv_a_norm, 1, R, c.rms_eps, row);
-    // V3.2 simulates an FP8 latent cache: e4m3 per 128 values, then back. (An fp8 cache stores
-    // exactly these values; on V3 with an fp8 cache, KvCache::store quantises the same way.)
-    if (w.has_indexer) {
-      for (int32_t j = 0; j < R; j += 128) {
-        const float s = act_quant_ue8m0(row + j, 128, row + j);
-        for (int32_t k = j; k < j + 128; ++k) row[k] *= s;
-      }
-    }
-    std::copy(kva + R, kva + R + c.d_rope, row + R);
-    rope_rotate_interleaved(row + R, n_pairs, ws.rope_cos.data(), ws.rope_sin.data());
-    for (int32_t h = 0; h < H; ++h) {
-      float* q_pe = ws.q.data() + (static_cast<size_t>(t) * H + h) * d_qk + c.d_nope;
-      rope_rotate_interleaved(q_pe, n_pairs, ws.rope_cos.data(), ws.rope_sin.data());
-    }
-  }
-}
 
 // Attention reads every row, the step's own included, from the cache (what decode will see).
 // Naive sequences one at a time; absorbed tokens in chunks across sequences, so a decode step's
@@ -98,12 +69,21 @@ void mla_forward(const B& be, const ModelConfig& c, const RopeTable& rope, const
   DSS_PHASE_NEXT(phase, kMlaQb);
   be.linear(w.q_b, ws.q_a.data(), T, ws.q.data(), s);
   DSS_PHASE_NEXT(phase, kMlaRopeCache);
-  rope_and_rows(be, c, rope, w, b, d_row, ws);
+  MlaRopeArgs r;
+  r.shape = {c.n_heads, c.d_nope, c.d_rope, c.d_v, c.kv_lora_rank, c.softmax_scale()};
+  r.n_tok = T;
+  r.positions = b.positions.data();
+  r.rope_freqs = rope.freqs().data();
+  r.kv_a = ws.kv_a.data();
+  r.kv_a_norm = &w.kv_a_norm;
+  r.eps = c.rms_eps;
+  r.fp8_latent = w.has_indexer;  // V3.2 simulates an FP8 latent cache
+  r.q = ws.q.data();
+  r.rows = ws.kv_new.data();
+  r.d_row = d_row;
+  be.mla_rope_rows(r, s);
   if (w.has_indexer) indexer_keys(be, c, rope, w.indexer, b, d_row, ws);  // rows' index part
-  for (int32_t t = 0; t < T; ++t) {
-    kv.store(i_layer, b.kv_write_slots[static_cast<size_t>(t)],
-             ws.kv_new.data() + static_cast<size_t>(t) * d_row);
-  }
+  be.kv_store_rows(kv, i_layer, b.kv_write_slots.data(), ws.kv_new.data(), T);
   DSS_PHASE_NEXT(phase, kMlaAttention);
   attend(be, c, w, i_layer, b, kv, ws, path);
   DSS_PHASE_NEXT(phase, kMlaOut);

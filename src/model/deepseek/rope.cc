@@ -30,20 +30,4 @@ RopeTable::RopeTable(const ModelConfig& cfg) {
   }
 }
 
-void RopeTable::angles(int32_t pos, float* out_cos, float* out_sin) const {
-  for (size_t i = 0; i < freqs_.size(); ++i) {
-    const float a = static_cast<float>(pos) * freqs_[i];  // float32 product, as torch.outer
-    out_cos[i] = static_cast<float>(std::cos(static_cast<double>(a)));
-    out_sin[i] = static_cast<float>(std::sin(static_cast<double>(a)));
-  }
-}
-
-void rope_rotate_interleaved(float* x, int32_t n_pairs, const float* cos, const float* sin) {
-  for (int32_t i = 0; i < n_pairs; ++i) {
-    const float a = x[2 * i], b = x[2 * i + 1];
-    x[2 * i] = a * cos[i] - b * sin[i];
-    x[2 * i + 1] = a * sin[i] + b * cos[i];
-  }
-}
-
 }  // namespace dss

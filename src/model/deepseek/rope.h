@@ -4,7 +4,8 @@
 //   low = max(floor(corr(beta_fast)), 0), high = min(ceil(corr(beta_slow)), d - 1),
 //   corr(r) = d * ln(L0 / (2 pi r)) / (2 ln theta);  ramp_i = clamp((i - low)/(high - low), 0, 1);
 //   f'_i = f_i / factor * ramp_i + f_i * (1 - ramp_i).
-// Angles are float32(pos) * f'_i in float32, then cos/sin (torch.polar on float32 angles).
+// The rotations themselves are the backend's (mla_rope_rows, indexer_rope_quant): angles
+// float32(pos) * f'_i in float32, then cos/sin (torch.polar on float32 angles).
 #pragma once
 
 #include <cstdint>
@@ -18,15 +19,10 @@ class RopeTable {
  public:
   explicit RopeTable(const ModelConfig& cfg);
   int32_t n_pairs() const { return static_cast<int32_t>(freqs_.size()); }
-  // cos/sin of pair i at `pos` into out_cos[n_pairs], out_sin[n_pairs].
-  void angles(int32_t pos, float* out_cos, float* out_sin) const;
   const std::vector<float>& freqs() const { return freqs_; }
 
  private:
   std::vector<float> freqs_;  // [d_rope / 2]
 };
-
-// Interleaved (GPT-J) rotation of pairs (x[2i], x[2i+1]) — the MLA convention.
-void rope_rotate_interleaved(float* x, int32_t n_pairs, const float* cos, const float* sin);
 
 }  // namespace dss

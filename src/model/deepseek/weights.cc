@@ -251,7 +251,7 @@ void use_bf16_dot(ModelWeights& w) {
 // a whole expert's three back to back). bench/micro/cold_stream_bench, 10 expert matrices one
 // after another on one thread, cold: 23.1 / 25.3 / 31.1 GB/s each in its own buffer, 30.2 / 29.6
 // / 33.3 back to back.
-void pack_into_arena(ModelWeights& w) {
+void pack_into_arena(ModelWeights& w, const WeightAllocator& allocate) {
   std::map<const void*, OwnedMatrix*> by_data = owned_by_data(w);
   std::vector<OwnedMatrix*> order;  // the owned matrices a view reads, once each, in use order
   for_each_matrix(w, [&](Matrix& m) {
@@ -265,7 +265,8 @@ void pack_into_arena(ModelWeights& w) {
   for (const OwnedMatrix* o : order) data_bytes += align(o->data.size());
   size_t total = data_bytes;
   for (const OwnedMatrix* o : order) total += align(o->scales.size() * 4);
-  w.arena = HugeBuffer(total);
+  w.arena = allocate ? allocate(total) : Buffer::host(total);
+  DSS_CHECK(w.arena.space() == MemorySpace::kHost, "weights are packed on the host");
   struct Moved {
     const void* data;
     const float *old_scales, *scales;
@@ -304,7 +305,8 @@ void pack_into_arena(ModelWeights& w) {
 
 Result<ModelWeights> load_weights(const Checkpoint& ck, const ModelConfig& c,
                                   const QuantPolicy* convert, bool tile,
-                                  const QuantPolicy* lm_head_convert, bool bf16_dot) {
+                                  const QuantPolicy* lm_head_convert, bool bf16_dot,
+                                  const WeightAllocator& allocate) {
   ModelWeights w;
   Loader ld(ck, convert, lm_head_convert, tile, w.owned);
   DSS_ASSIGN_OR_RETURN(w.embed,
@@ -384,7 +386,7 @@ Result<ModelWeights> load_weights(const Checkpoint& ck, const ModelConfig& c,
   }
   w.bytes_by_dtype = ld.bytes();
   if (bf16_dot) use_bf16_dot(w);
-  pack_into_arena(w);
+  pack_into_arena(w, allocate);
   return w;
 }
 

@@ -4,10 +4,11 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "backend/backend.h"
-#include "base/huge_buffer.h"
+#include "base/buffer.h"
 #include "base/status.h"
 #include "io/checkpoint.h"
 #include "io/model_config.h"
@@ -74,12 +75,13 @@ struct ModelWeights {
   // `arena` (and drops the others: a conversion's row-major copy that was then tiled), so a
   // loaded model's `owned` is empty.
   std::vector<OwnedMatrix> owned;
-  // One buffer on transparent huge pages (base/huge_buffer.h) holding every converted or tiled
+  // One buffer of the backend's memory (MemoryUse::kWeights; on the CPU backend transparent huge
+  // pages, base/huge_buffer.h) holding every converted or tiled
   // matrix and its scales, 64-byte aligned: a decode or prefill step streams ~all of it, and 4 KiB
   // pages cost a page walk per 4 KiB (a DRAM-latency miss in a bandwidth-bound GEMV). On the dev
   // VM 4 KiB pages also stalled a matrix read after a pause (lm_head after a prefill: 16-183 ms
   // instead of 5); the cause there was not pinned down.
-  HugeBuffer arena;
+  Buffer arena;
 };
 
 // Calls fn(Matrix&) on every matrix view of w (embedding, attention incl. W_UK^T and the V3.2
@@ -125,9 +127,13 @@ void for_each_matrix(ModelWeights& w, Fn&& fn) {
 // change anything), the tiled FP8 / BF16 projections, FFNs, experts and lm_head get
 // MatmulArith::kBf16Dot, and those with an even column count the kTiledPairs layout that
 // arithmetic reads fastest (tensor/matrix.h); the router and the indexer stay kF32 / kTiled.
+// `allocate` makes the arena (the backend's allocate for MemoryUse::kWeights; empty: host
+// memory). The matrices no conversion or tiling touches stay views of the mapped file, which the
+// CPU backend reads in place.
+using WeightAllocator = std::function<Buffer(size_t bytes)>;
 Result<ModelWeights> load_weights(const Checkpoint& ck, const ModelConfig& cfg,
                                   const QuantPolicy* convert = nullptr, bool tile = false,
                                   const QuantPolicy* lm_head_convert = nullptr,
-                                  bool bf16_dot = false);
+                                  bool bf16_dot = false, const WeightAllocator& allocate = {});
 
 }  // namespace dss

@@ -1,36 +1,70 @@
 #include "model/deepseek/workspace.h"
 
+#include <algorithm>
+#include <type_traits>
+#include <utility>
+
 #include "base/check.h"
 
 namespace dss {
 
-Workspace::Workspace(const ModelConfig& c, const WorkspaceLimits& lim,
-                     std::unique_ptr<BackendScratch> backend_scratch)
-    : limits(lim), backend(std::move(backend_scratch)) {
-  DSS_CHECK(backend != nullptr, "Workspace without backend scratch");
+namespace {
+
+// The spans of a Workspace in buffer order, each 64-byte aligned: bind(member, byte offset,
+// elements) for each; returns the total bytes.
+template <typename Bind>
+size_t lay_out(const ModelConfig& c, const WorkspaceLimits& lim, Bind&& bind) {
   const auto T = static_cast<size_t>(lim.max_tokens);
   const auto d = static_cast<size_t>(c.d_model);
-  h.resize(T * d);
-  xn.resize(T * d);
-  tmp.resize(T * d);
-  q_a.resize(T * static_cast<size_t>(c.q_lora_rank));
-  q.resize(T * static_cast<size_t>(c.n_heads * c.d_qk()));
-  kv_a.resize(T * static_cast<size_t>(c.kv_lora_rank + c.d_rope));
-  attn.resize(T * static_cast<size_t>(c.n_heads * c.d_v));
-  rope_cos.resize(static_cast<size_t>(c.d_rope / 2));
-  rope_sin.resize(static_cast<size_t>(c.d_rope / 2));
   const size_t d_row = static_cast<size_t>(c.kv_lora_rank + c.d_rope) +
                        (c.index_head_dim > 0 ? static_cast<size_t>(c.index_head_dim) + 1 : 0);
-  kv_new.resize(T * d_row);
-  sel_experts.resize(T * static_cast<size_t>(c.n_experts_per_tok));
-  logit_in.resize(static_cast<size_t>(lim.max_logit_rows) * d);
-  if (c.index_n_heads > 0) {
-    idx_q.resize(T * static_cast<size_t>(c.index_n_heads * c.index_head_dim));
-    idx_k.resize(T * static_cast<size_t>(c.index_head_dim));
-    idx_w.resize(T * static_cast<size_t>(c.index_n_heads));
-    sel.resize(T * static_cast<size_t>(c.index_topk));
-  }
-  n_sel.assign(T, -1);
+  const size_t v32 = c.index_n_heads > 0 ? 1 : 0;
+  size_t off = 0;
+  auto take = [&](auto member, size_t n) {
+    using Elem = typename std::remove_reference_t<decltype(std::declval<Workspace&>().*
+                                                           member)>::element_type;
+    bind(member, off, n);
+    off = (off + n * sizeof(Elem) + 63) / 64 * 64;
+  };
+  take(&Workspace::h, T * d);
+  take(&Workspace::xn, T * d);
+  take(&Workspace::tmp, T * d);
+  take(&Workspace::q_a, T * static_cast<size_t>(c.q_lora_rank));
+  take(&Workspace::q, T * static_cast<size_t>(c.n_heads * c.d_qk()));
+  take(&Workspace::kv_a, T * static_cast<size_t>(c.kv_lora_rank + c.d_rope));
+  take(&Workspace::attn, T * static_cast<size_t>(c.n_heads * c.d_v));
+  take(&Workspace::kv_new, T * d_row);
+  take(&Workspace::sel_experts, T * static_cast<size_t>(c.n_experts_per_tok));
+  take(&Workspace::logit_in, static_cast<size_t>(lim.max_logit_rows) * d);
+  take(&Workspace::idx_q, v32 * T * static_cast<size_t>(c.index_n_heads * c.index_head_dim));
+  take(&Workspace::idx_k, v32 * T * static_cast<size_t>(c.index_head_dim));
+  take(&Workspace::idx_w, v32 * T * static_cast<size_t>(c.index_n_heads));
+  take(&Workspace::sel, v32 * T * static_cast<size_t>(c.index_topk));
+  take(&Workspace::n_sel, T);
+  return off;
+}
+
+}  // namespace
+
+size_t Workspace::activation_bytes(const ModelConfig& cfg, const WorkspaceLimits& limits) {
+  return lay_out(cfg, limits, [](auto, size_t, size_t) {});
+}
+
+Workspace::Workspace(const ModelConfig& c, const WorkspaceLimits& lim, Buffer activations_buf,
+                     std::unique_ptr<BackendScratch> backend_scratch)
+    : limits(lim), backend(std::move(backend_scratch)), activations(std::move(activations_buf)) {
+  DSS_CHECK(backend != nullptr, "Workspace without backend scratch");
+  const size_t need = activation_bytes(c, lim);
+  DSS_CHECK(activations.size() >= need, "activation buffer of ", activations.size(), " bytes < ",
+            need);
+  uint8_t* base = activations.data();
+  lay_out(c, lim, [&](auto member, size_t off, size_t n) {
+    auto& span = this->*member;
+    using Elem = typename std::remove_reference_t<decltype(span)>::element_type;
+    span = std::span<Elem>(reinterpret_cast<Elem*>(base + off), n);
+  });
+  // -1: dense attention until an indexer selects (host memory: the CPU backend's buffers).
+  if (activations.space() == MemorySpace::kHost) std::fill(n_sel.begin(), n_sel.end(), -1);
 }
 
 }  // namespace dss

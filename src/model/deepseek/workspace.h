@@ -1,11 +1,14 @@
 // Workspace: the per-step activation arena of Model::forward, allocated once for the largest
 // step it will see, so forward itself never allocates. It holds the activations the model blocks
-// pass between each other, and the backend's own scratch (made by the backend: Model::workspace).
+// pass between each other, carved from one buffer of the backend's memory (MemoryUse::
+// kActivations: device memory on a device backend), and the backend's own scratch (made by the
+// backend). Model::workspace makes both.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "backend/backend.h"
@@ -21,31 +24,34 @@ struct ForwardTrace {
 };
 
 struct Workspace {
-  Workspace(const ModelConfig& cfg, const WorkspaceLimits& limits,
+  // Bytes of the activation buffer for `cfg` within `limits`.
+  static size_t activation_bytes(const ModelConfig& cfg, const WorkspaceLimits& limits);
+  // `activations`: zero-filled, at least activation_bytes; the spans below view it.
+  Workspace(const ModelConfig& cfg, const WorkspaceLimits& limits, Buffer activations,
             std::unique_ptr<BackendScratch> backend_scratch);
 
   WorkspaceLimits limits;
   // Residual stream and per-layer activations, [max_tokens, width] row-major.
-  std::vector<float> h, xn, tmp;          // width d_model
-  std::vector<float> q_a;                 // q_lora_rank
-  std::vector<float> q;                   // n_heads * d_qk
-  std::vector<float> kv_a;                // kv_lora_rank + d_rope
-  std::vector<float> attn;                // n_heads * d_v
-  std::vector<float> rope_cos, rope_sin;  // d_rope / 2
+  std::span<float> h, xn, tmp;  // width d_model
+  std::span<float> q_a;         // q_lora_rank
+  std::span<float> q;           // n_heads * d_qk
+  std::span<float> kv_a;        // kv_lora_rank + d_rope
+  std::span<float> attn;        // n_heads * d_v
   // [max_tokens, d_row] the step's new cache rows (f32, KvLayout::d_row): latent, rope key and
   // (V3.2) the indexer key; attention reads the paged cache in place.
-  std::vector<float> kv_new;
-  std::vector<int32_t> sel_experts;  // [max_tokens, n_experts_per_tok] (MoE routing, per layer)
-  std::vector<float> logit_in;       // [max_logit_rows, d_model]
-  // V3.2 indexer.
-  std::vector<float> idx_q;    // [max_tokens, index_n_heads * index_head_dim]
-  std::vector<float> idx_k;    // [max_tokens, index_head_dim]
-  std::vector<float> idx_w;    // [max_tokens, index_n_heads] head coefficients
-  std::vector<int32_t> sel;    // [max_tokens, index_topk] selected positions (sorted)
-  std::vector<int32_t> n_sel;  // [max_tokens]; -1: every position <= the token's own
+  std::span<float> kv_new;
+  std::span<int32_t> sel_experts;  // [max_tokens, n_experts_per_tok] (MoE routing, per layer)
+  std::span<float> logit_in;       // [max_logit_rows, d_model]
+  // V3.2 indexer (empty spans otherwise).
+  std::span<float> idx_q;    // [max_tokens, index_n_heads * index_head_dim]
+  std::span<float> idx_k;    // [max_tokens, index_head_dim]
+  std::span<float> idx_w;    // [max_tokens, index_n_heads] head coefficients
+  std::span<int32_t> sel;    // [max_tokens, index_topk] selected positions (sorted)
+  std::span<int32_t> n_sel;  // [max_tokens]; -1: every position <= the token's own
   // The backend's scratch (attention partials and tiles, MoE buckets, top-k buffers, W8A8
   // activations), sized for the same limits.
   std::unique_ptr<BackendScratch> backend;
+  Buffer activations;             // the memory the spans above view
   ForwardTrace* trace = nullptr;  // tests only: record routing and index decisions
   // Routed experts whose weights the MoE layers read (an expert counts once per layer and
   // forward, however many of the forward's tokens chose it), summed over every forward since

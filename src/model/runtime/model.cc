@@ -39,14 +39,16 @@ Result<std::unique_ptr<Model>> Model::load(const LoadOptions& opts) {
     lm_head_policy.ue8m0 = ue8m0;
     lm_head_policy.exclude.clear();
   }
-  DSS_ASSIGN_OR_RETURN(m->w_,
-                       load_weights(m->ck_, m->cfg_, convert ? &policy : nullptr, tile,
-                                    convert_lm_head ? &lm_head_policy : nullptr, m->matmul_bf16_));
   const int32_t n_threads =
       opts.n_threads > 0 ? opts.n_threads
                          : static_cast<int32_t>(std::max(1u, std::thread::hardware_concurrency()));
   m->be_ = std::make_unique<CpuBackend>(
       CpuBackend::Options{n_threads, m->act_quant_fp8_, m->cfg_.quant.ue8m0, m->matmul_bf16_});
+  const CpuBackend& be = *m->be_;
+  DSS_ASSIGN_OR_RETURN(
+      m->w_, load_weights(m->ck_, m->cfg_, convert ? &policy : nullptr, tile,
+                          convert_lm_head ? &lm_head_policy : nullptr, m->matmul_bf16_,
+                          [&be](size_t n) { return be.allocate(n, MemoryUse::kWeights); }));
   return m;
 }
 
@@ -64,7 +66,15 @@ DType Model::default_kv_dtype() const {
 }
 
 Workspace Model::workspace(const WorkspaceLimits& limits) const {
-  return Workspace(cfg_, limits, be_->make_scratch(cfg_, limits));
+  return Workspace(
+      cfg_, limits,
+      be_->allocate(Workspace::activation_bytes(cfg_, limits), MemoryUse::kActivations),
+      be_->make_scratch(cfg_, limits));
+}
+
+KvCache Model::make_kv_cache(const KvLayout& layout, int32_t n_pages) const {
+  return KvCache(layout, n_pages,
+                 be_->allocate(KvCache::storage_bytes(layout, n_pages), MemoryUse::kKvCache));
 }
 
 void Model::forward(const ForwardBatch& b, KvCache& kv, Workspace& ws, float* logits,

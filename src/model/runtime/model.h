@@ -43,8 +43,10 @@ class Model {
   // with AVX512-BF16).
   bool matmul_bf16() const { return matmul_bf16_; }
   const CpuBackend& backend() const { return *be_; }
-  // A workspace for forwards within `limits` (its backend scratch made by the backend).
+  // A workspace for forwards within `limits` (its activations and scratch made by the backend).
   Workspace workspace(const WorkspaceLimits& limits) const;
+  // A KV pool of n_pages pages of `layout` in the backend's memory (resident from the start).
+  KvCache make_kv_cache(const KvLayout& layout, int32_t n_pages) const;
 
   // logits: [batch.logit_rows.size(), n_vocab] f32.
   void forward(const ForwardBatch& batch, KvCache& kv, Workspace& ws, float* logits,

@@ -18,7 +18,8 @@ SequenceRunner::SequenceRunner(const Model& model, int32_t max_len, int32_t page
       max_len_(max_len),
       page_size_(page_size),
       max_chunk_(std::min(max_chunk, max_len)),
-      kv_(model.kv_layout(page_size, kv_dtype), n_pages_for(max_len, page_size)),
+      kv_(model.make_kv_cache(model.kv_layout(page_size, kv_dtype),
+                              n_pages_for(max_len, page_size))),
       ws_(model.workspace(WorkspaceLimits{std::min(max_chunk, max_len), max_len,
                                           std::min(max_chunk, max_len), model.n_threads(),
                                           model.act_quant_fp8()})) {

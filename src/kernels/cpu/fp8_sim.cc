@@ -1,4 +1,4 @@
-#include "model/deepseek/fp8_sim.h"
+#include "kernels/cpu/fp8_sim.h"
 
 #include <algorithm>
 #include <cmath>
@@ -7,7 +7,7 @@
 #include "tensor/dtype.h"
 #include "tensor/ue8m0_quant.h"
 
-namespace dss {
+namespace dss::cpu {
 
 namespace {
 constexpr int32_t kMaxQuantBlock = 512;  // callers quantise blocks of 128 (latent) or D <= 256
@@ -36,14 +36,6 @@ void hadamard_transform(float* x, int32_t n) {
   for (int32_t i = 0; i < n; ++i) x[i] *= scale;
 }
 
-void rope_rotate_half_split(float* x, int32_t n_pairs, const float* cos, const float* sin) {
-  for (int32_t i = 0; i < n_pairs; ++i) {
-    const float a = x[i], b = x[i + n_pairs];
-    x[i] = a * cos[i] - b * sin[i];
-    x[i + n_pairs] = a * sin[i] + b * cos[i];
-  }
-}
-
 void layer_norm(const float* x, const float* w, const float* b, int32_t n, float eps, float* y) {
   double mean = 0.0;
   for (int32_t i = 0; i < n; ++i) mean += x[i];
@@ -56,4 +48,4 @@ void layer_norm(const float* x, const float* w, const float* b, int32_t n, float
   for (int32_t i = 0; i < n; ++i) y[i] = (x[i] - mu) * inv * w[i] + b[i];
 }
 
-}  // namespace dss
+}  // namespace dss::cpu

@@ -4,7 +4,7 @@
 
 #include <cstdint>
 
-namespace dss {
+namespace dss::cpu {
 
 // act_quant with UE8M0 scales over one block x[0, n): s = 2^ceil(log2(max(amax, 1e-4) * (1/448))),
 // q = e4m3(clamp(x / s, -448, 448)) (round to nearest even). Writes the e4m3 values (as f32,
@@ -15,11 +15,7 @@ float act_quant_ue8m0(const float* x, int32_t n, float* q);
 // scaled by n^-0.5 (fast_hadamard_transform with scale = n^-0.5).
 void hadamard_transform(float* x, int32_t n);
 
-// Non-interleaved ("NeoX", half-split) rotary embedding of x[0, 2 * n_pairs): pair i is
-// (x[i], x[i + n_pairs]) - the V3.2 indexer convention (MLA itself uses interleaved pairs).
-void rope_rotate_half_split(float* x, int32_t n_pairs, const float* cos, const float* sin);
-
 // LayerNorm with weight and bias, in float32: (x - mean) / sqrt(var + eps) * w + b. y may alias x.
 void layer_norm(const float* x, const float* w, const float* b, int32_t n, float eps, float* y);
 
-}  // namespace dss
+}  // namespace dss::cpu

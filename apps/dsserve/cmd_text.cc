@@ -12,6 +12,7 @@
 #include "apps/dsserve/commands.h"
 #include "io/json.h"
 #include "text/chat_template.h"
+#include "text/token_ids_json.h"
 #include "text/tokenizer.h"
 
 namespace dss::app {
@@ -40,24 +41,6 @@ std::string read_stdin() {
 
 void write_out(const std::string& s) { std::fwrite(s.data(), 1, s.size(), stdout); }
 
-Result<std::vector<TokenId>> ids_from_json(const Tokenizer& tok, const std::string& text,
-                                           const std::string& where) {
-  Json j = Json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded() || !j.is_array()) {
-    return Status::error(where, ": expected a JSON list of token ids");
-  }
-  std::vector<TokenId> ids;
-  for (const Json& v : j) {
-    if (!v.is_number_integer() ||
-        !tok.is_valid_id(v.get<int64_t>() > INT32_MAX ? -1
-                                                      : static_cast<TokenId>(v.get<int64_t>()))) {
-      return Status::error(where, ": ", v.dump(), " is not a token id of this tokenizer");
-    }
-    ids.push_back(v.get<TokenId>());
-  }
-  return ids;
-}
-
 void run_tokenize(const TokenizeArgs& a) {
   Result<Tokenizer> tok = Tokenizer::load_dir(a.tokenizer);
   if (!tok) return fail("tokenize", tok.message());
@@ -65,7 +48,7 @@ void run_tokenize(const TokenizeArgs& a) {
   if (!a.jsonl) {
     std::string in = read_stdin();
     if (a.decode) {
-      Result<std::vector<TokenId>> ids = ids_from_json(*tok, in, "stdin");
+      Result<std::vector<TokenId>> ids = token_ids_from_json(*tok, in, "stdin");
       if (!ids) return fail("tokenize", ids.message());
       write_out(tok->decode_text(*ids, a.skip_special));
     } else {
@@ -77,7 +60,7 @@ void run_tokenize(const TokenizeArgs& a) {
   for (size_t n = 1; std::getline(std::cin, line); ++n) {
     std::string where = "stdin line " + std::to_string(n);
     if (a.decode) {
-      Result<std::vector<TokenId>> ids = ids_from_json(*tok, line, where);
+      Result<std::vector<TokenId>> ids = token_ids_from_json(*tok, line, where);
       if (!ids) return fail("tokenize", ids.message());
       write_out(Json(tok->decode_text(*ids, a.skip_special)).dump() + "\n");
     } else {

@@ -27,6 +27,18 @@ check "tokenize stdin" "[19923,223,3427,7351,251,225]" "$(printf 'Hello 世界 �
 check "tokenize --add-bos" "[0,19923]" "$(printf 'Hello' | "$bin" tokenize --tokenizer "$tok" --add-bos)"
 check "tokenize --decode" "Hello 世界 🚀" "$(echo '[19923,223,3427,7351,251,225]' | "$bin" tokenize --tokenizer "$tok" --decode)"
 check "tokenize --decode --jsonl" '"<｜end▁of▁sentence｜>"' "$(echo '[1]' | "$bin" tokenize --tokenizer "$tok" --decode --jsonl)"
+# --decode input errors name the line and the value, exit 2 (129280 is one past the vocabulary;
+# 2^32 would wrap to 0 in an int32).
+for bad in '[1, 129280]|stdin: 129280 is not a token id of this tokenizer' \
+           '[4294967296]|stdin: 4294967296 is not a token id of this tokenizer' \
+           '[-1]|stdin: -1 is not a token id of this tokenizer' \
+           '{"a": 1}|stdin: expected a JSON list of token ids'; do
+  in="${bad%%|*}" want="dsserve tokenize: ${bad#*|}"
+  got="$(echo "$in" | "$bin" tokenize --tokenizer "$tok" --decode 2>&1 >/dev/null)"; rc=$?
+  check "tokenize --decode $in" "$want rc=2" "$got rc=$rc"
+done
+check "tokenize --decode --jsonl line number" "dsserve tokenize: stdin line 2: 1.5 is not a token id of this tokenizer" \
+  "$(printf '[1]\n[1.5]\n' | "$bin" tokenize --tokenizer "$tok" --decode --jsonl 2>&1 >/dev/null)"
 
 # render-chat: a few official-template renders (format given and detected).
 $py - "$data/chat_cases.jsonl" "$TMPDIR_T" <<'PY'

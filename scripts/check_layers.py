@@ -21,6 +21,8 @@ ALLOWED = {
     "kernels/ref": {"base", "tensor", "kernels/cpu"},
     "kernels/cuda": {"base", "tensor"},
     "kv": {"base", "core", "tensor"},
+    # Communicators (MPI, NCCL, a world of one): below the model, beside kv.
+    "dist": {"base", "core"},
     # The seam (header-only) and its CPU implementation: only backend/cpu reaches the kernels.
     "backend": {"base", "core", "io", "kv", "tensor"},
     "backend/cpu": {"backend", "base", "core", "io", "kv", "tensor", "kernels/cpu"},

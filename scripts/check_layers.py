@@ -29,12 +29,12 @@ ALLOWED = {
     # The blocks call the seam; they instantiate themselves for backend/cpu's class (its header
     # includes no kernel). deepseek/ never includes runtime/.
     "model/deepseek": {"backend", "backend/cpu", "base", "core", "io", "kv", "tensor"},
-    "model/runtime": {"model/deepseek", "backend", "backend/cpu", "base", "core", "io", "kv",
-                      "tensor"},
+    "model/runtime": {"model/deepseek", "backend", "backend/cpu", "dist", "base", "core", "io",
+                      "kv", "tensor"},
     "sample": {"base", "core"},
     "sched": {"base", "core", "kv"},
-    "engine": {"model/runtime", "model/deepseek", "backend", "backend/cpu", "sched", "sample",
-               "kv", "base", "core", "io", "tensor"},
+    "engine": {"model/runtime", "model/deepseek", "backend", "backend/cpu", "dist", "sched",
+               "sample", "kv", "base", "core", "io", "tensor"},
     "text": {"base", "core", "io"},
     "server": {"engine", "text", "sample", "base", "core", "io"},
     # bench-model's measurement and cost model: above the model, below the apps.

@@ -7,6 +7,7 @@
 
 #include "apps/dsserve/commands.h"
 #include "apps/dsserve/engine_flags.h"
+#include "apps/dsserve/parallel_flags.h"
 #include "base/clock.h"
 #include "engine/engine.h"
 #include "server/batch_generate.h"
@@ -18,6 +19,7 @@ namespace {
 
 struct GenerateArgs {
   EngineOptions engine;
+  ParallelArgs parallel;
   std::string prompt;
   std::string requests_file;
   SamplingParams defaults;
@@ -77,10 +79,20 @@ int run_generate(GenerateArgs& a) {
   };
   std::vector<BatchRequest> requests;
   if (!read_requests(a, encode, requests)) return 2;
-  auto engine = Engine::create(a.engine);
+  Result<ParallelRun> par = start_parallel(a.parallel);
+  if (!par) {
+    std::fprintf(stderr, "dsserve generate: %s\n", par.message().c_str());
+    return 2;
+  }
+  a.engine.expert_parallel = a.parallel.ep_size > 1;
+  auto engine = Engine::create(a.engine, par->tp_group());
   if (!engine) {
     std::fprintf(stderr, "dsserve generate: %s\n", engine.message().c_str());
     return 1;
+  }
+  if (par->rank() != 0) {  // rank 0 prints; this rank runs its steps
+    (*engine)->follow();
+    return 0;
   }
   const double t_start = now_seconds();
   const std::vector<BatchResult> results = run_batch(**engine, tok ? &*tok : nullptr, requests);
@@ -105,6 +117,7 @@ void register_generate_command(CLI::App& app) {
   auto* cmd = app.add_subcommand(
       "generate", "Generate from prompts through the batching engine (one JSON line per request)");
   add_engine_flags(cmd, a->engine, /*model_required=*/true);
+  add_parallel_flags(cmd, a->parallel);
   cmd->add_option("--prompt", a->prompt, "Prompt text (encoded with the model's tokenizer)");
   cmd->add_option("--requests", a->requests_file,
                   "JSONL file: one request per line, {\"prompt_ids\": [...]} or {\"prompt\": "

@@ -9,6 +9,7 @@
 #include "apps/dsserve/commands.h"
 #include "apps/dsserve/engine_flags.h"
 #include "apps/dsserve/init_model.h"
+#include "apps/dsserve/parallel_flags.h"
 #include "base/clock.h"
 #include "io/json.h"
 #include "model/runtime/logits_probe.h"
@@ -49,6 +50,7 @@ struct LogitsArgs {
   MatmulDType matmul_dtype = MatmulDType::kAuto;
   ActQuant act_quant = ActQuant::kNone;
   int32_t n_threads = 0;
+  ParallelArgs parallel;
 };
 
 int run_logits(const LogitsArgs& a) {
@@ -57,9 +59,16 @@ int run_logits(const LogitsArgs& a) {
     std::fprintf(stderr, "dsserve logits: %s\n", ids.message().c_str());
     return 2;
   }
+  Result<ParallelRun> par = start_parallel(a.parallel);
+  if (!par) {
+    std::fprintf(stderr, "dsserve logits: %s\n", par.message().c_str());
+    return 2;
+  }
   const double t0 = now_seconds();
-  auto model = Model::load(LoadOptions{a.model, a.n_threads, a.weight_dtype, a.act_quant,
-                                       a.weight_layout, a.lm_head_dtype, a.matmul_dtype});
+  auto model =
+      Model::load(LoadOptions{a.model, a.n_threads, a.weight_dtype, a.act_quant, a.weight_layout,
+                              a.lm_head_dtype, a.matmul_dtype, a.parallel.ep_size > 1},
+                  par->tp_group());
   if (!model) {
     std::fprintf(stderr, "dsserve logits: %s\n", model.message().c_str());
     return 1;
@@ -88,7 +97,7 @@ int run_logits(const LogitsArgs& a) {
   out["last_logits"] = p.last_logits;
   out["greedy"] = p.greedy;
   out["timing"] = {{"load_s", t_load}, {"prefill_s", p.prefill_s}, {"total_s", p.total_s}};
-  std::cout << out.dump() << "\n";
+  if (par->rank() == 0) std::cout << out.dump() << "\n";  // one result, from rank 0
   return 0;
 }
 
@@ -106,6 +115,7 @@ void add_logits(CLI::App& app) {
   cmd->add_option("--chunk", a->chunk, "Prefill chunk size in tokens")->check(CLI::PositiveNumber);
   add_weight_flags(cmd, a->weight_dtype, a->weight_layout, a->lm_head_dtype, a->matmul_dtype);
   add_act_quant_flag(cmd, a->act_quant);
+  add_parallel_flags(cmd, a->parallel);
   cmd->add_option("--threads", a->n_threads, "Compute threads (0: all hardware threads)")
       ->check(CLI::NonNegativeNumber);
   cmd->callback([a] { exit_code = run_logits(*a); });

@@ -3,6 +3,7 @@
 // DeepSeek-V3.2 architecture with random weights + the real tokenizer, V3.2 chat format) is
 // created on first use, exactly as `dsserve init-model --preset tiny-v32 --out
 // models/demo-tiny-v32 --seed 7` would, and served. Exits 0 after SIGINT/SIGTERM.
+#include <csignal>
 #include <cstdio>
 #include <filesystem>
 #include <optional>
@@ -10,6 +11,7 @@
 #include "apps/dsserve/commands.h"
 #include "apps/dsserve/engine_flags.h"
 #include "apps/dsserve/init_model.h"
+#include "apps/dsserve/parallel_flags.h"
 #include "engine/engine.h"
 #include "io/json.h"
 #include "server/server.h"
@@ -27,6 +29,7 @@ constexpr const char* kDefaultPreset = "tiny-v32";
 struct ServeArgs {
   EngineOptions engine;
   ServerOptions server;
+  ParallelArgs parallel;
 };
 
 int fail(const std::string& msg, int code = 1) {
@@ -34,8 +37,28 @@ int fail(const std::string& msg, int code = 1) {
   return code;
 }
 
+// Ranks other than 0 of a tensor-parallel group: the engine's follower (no HTTP, no tokenizer).
+// SIGINT / SIGTERM are rank 0's to handle: its shutdown stops this rank's steps.
+int run_follower(ServeArgs& a, ParallelRun& par) {
+  std::signal(SIGINT, SIG_IGN);
+  std::signal(SIGTERM, SIG_IGN);
+  auto engine = Engine::create(a.engine, par.tp_group());
+  if (!engine) return fail(engine.message());
+  (*engine)->follow();
+  return 0;
+}
+
 int run_serve(ServeArgs& a) {
   namespace fs = std::filesystem;
+  Result<ParallelRun> par = start_parallel(a.parallel);
+  if (!par) return fail(par.message(), 2);
+  a.engine.expert_parallel = a.parallel.ep_size > 1;
+  if (a.engine.model_dir.empty() && par->rank() != 0) {
+    a.engine.model_dir = kDefaultModel;
+    par->world->barrier();  // rank 0 creates it
+    return run_follower(a, *par);
+  }
+  if (par->rank() != 0) return run_follower(a, *par);
   if (a.engine.model_dir.empty()) {
     a.engine.model_dir = kDefaultModel;
     if (!fs::exists(fs::path(kDefaultModel) / "config.json")) {
@@ -47,6 +70,7 @@ int run_serve(ServeArgs& a) {
       im.seed = 7;
       if (Status s = init_model(im); !s) return fail("creating the demo model: " + s.message());
     }
+    if (par->world) par->world->barrier();  // the other ranks load it now
   }
   const std::string& dir = a.engine.model_dir;
   auto config = load_json_file(dir + "/config.json");
@@ -67,7 +91,7 @@ int run_serve(ServeArgs& a) {
   const Tokenizer* tok_ptr = tok ? &*tok : nullptr;
   auto routes = routes_config_from(a.server, dir, *config, tok_ptr);
   if (!routes) return fail(routes.message(), 2);
-  auto engine = Engine::create(a.engine);
+  auto engine = Engine::create(a.engine, par->tp_group());
   if (!engine) return fail(engine.message());
   auto server = Server::create(a.server, std::move(*routes), **engine, tok_ptr);
   if (!server) return fail(server.message());
@@ -90,6 +114,7 @@ void register_serve_command(CLI::App& app) {
   auto* a = &command_options<ServeArgs>();
   auto* cmd = app.add_subcommand("serve", "Serve the OpenAI-compatible HTTP API");
   add_engine_flags(cmd, a->engine, /*model_required=*/false);
+  add_parallel_flags(cmd, a->parallel);
   ServerOptions& s = a->server;
   cmd->add_option("--host", s.host, "Listen address (IP)")->capture_default_str();
   cmd->add_option("--port", s.port, "Listen port (0: any free port)")->capture_default_str();

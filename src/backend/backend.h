@@ -56,6 +56,7 @@ struct WorkspaceLimits {
   int32_t max_logit_rows = 1;  // rows of logits per step
   int32_t n_threads = 1;       // compute threads (per-thread attention and routing scratch)
   bool act_quant = false;      // W8A8 model: the linear layers quantise their inputs to e4m3
+  int32_t tp_size = 1;         // tensor-parallel ranks the logits are gathered from
 };
 
 // A backend's private scratch (attention tiles and partials, MoE buckets, top-k buffers, W8A8
@@ -160,8 +161,11 @@ struct MoeArgs {
   const ModelConfig* cfg = nullptr;  // routing parameters (noaux_tc), expert widths
   const Matrix* router = nullptr;    // [n_experts, d_model]
   const float* router_bias = nullptr;
-  const FfnWeights* experts = nullptr;  // [n_experts]
-  const FfnWeights* shared = nullptr;   // nullptr: no shared expert
+  const FfnWeights* experts = nullptr;  // [n_experts]; widths from the matrices
+  // The experts this rank computes (expert parallel: a slice; the router still scores all and
+  // out sums only these and the shared expert). Others' weights may be empty.
+  int32_t expert_begin = 0, expert_end = INT32_MAX;
+  const FfnWeights* shared = nullptr;  // nullptr: no shared expert
   int32_t n_tok = 0;
   const float* x = nullptr;                // [T, d_model]
   float* out = nullptr;                    // [T, d_model]
@@ -186,7 +190,9 @@ concept ModelBackend = requires(const B& be, BackendScratch& s, const ModelConfi
   be.linear(w, x, n, y, s);
   // Two products over the same x (fused where the backend can).
   be.linear_pair(w, y, w, y, x, n, s);
-  be.embed(w, ids, n, y);
+  // y[i, :] = row ids[i] - n2 of table w (a vocabulary slice starting at row n2), or zeros
+  // where that row is outside w.
+  be.embed(w, ids, n, y, n);
   be.rmsnorm_rows(x, v, n, n, 1.0f, y);
   be.add_rows(x, n, y);
   be.ffn(f, x, n, y, s);

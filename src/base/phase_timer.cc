@@ -15,8 +15,9 @@ std::array<std::array<std::atomic<int64_t>, kNumPhases>, kMaxPhaseVariants> g_ca
 
 const char* phase_name(Phase p) {
   static constexpr const char* kNames[] = {
-      "forward", "mla",       "mla.q_a+kv_a", "mla.q_b", "mla.rope+cache", "mla.attn", "mla.o",
-      "moe",     "moe.route", "moe.experts",  "moe.sum", "dense_ffn",      "lm_head"};
+      "forward",  "mla",       "mla.q_a+kv_a", "mla.q_b",   "mla.rope+cache",
+      "mla.attn", "mla.o",     "moe",          "moe.route", "moe.experts",
+      "moe.sum",  "dense_ffn", "lm_head",      "collective"};
   static_assert(std::size(kNames) == kNumPhases, "a name per phase");
   const auto i = static_cast<int32_t>(p);
   return i >= 0 && i < kNumPhases ? kNames[static_cast<size_t>(i)] : "?";

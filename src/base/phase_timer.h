@@ -44,6 +44,7 @@ enum class Phase : int32_t {
   kMoeSum,        //   weighted sum
   kDenseFfn,      // dense FFN block
   kLmHead,        // the logit rows' final products
+  kCollective,    // tensor parallel: the sums and the logit gather over the group
   kCount
 };
 inline constexpr int32_t kNumPhases = static_cast<int32_t>(Phase::kCount);

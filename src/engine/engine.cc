@@ -13,6 +13,7 @@
 #include "base/log.h"
 #include "base/str_cat.h"
 #include "core/validate_sampling_params.h"
+#include "engine/step_channel.h"
 #include "kv/block_pool.h"
 #include "kv/kv_cache.h"
 #include "kv/radix_cache.h"
@@ -59,6 +60,8 @@ int64_t mem_available_bytes() {
 struct Engine::Impl {
   EngineOptions opts;
   std::unique_ptr<Model> model;
+  MpiComm* tp_group = nullptr;         // size > 1 only
+  std::unique_ptr<StepChannel> steps;  // tensor parallel: rank 0 sends, the others receive
   int32_t context_length = 0;
   int32_t eos = 1;
   std::unique_ptr<KvCache> kv;
@@ -107,8 +110,9 @@ struct Engine::Impl {
   void publish_stats(double step_s);
 };
 
-Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& o) {
+Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& o, MpiComm* tp_group) {
   auto impl = std::make_unique<Impl>();
+  if (tp_group != nullptr && tp_group->size() > 1) impl->tp_group = tp_group;
   impl->opts = o;
   if (o.page_size < 1) return Status::error("--page-size must be at least 1");
   if (o.max_running_requests < 1) return Status::error("--max-running-requests must be at least 1");
@@ -116,8 +120,10 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& o) {
   if (!(o.slo_tpot_ms >= 0.0) || !(o.slo_ttft_ms >= 0.0))
     return Status::error("--slo-tpot-ms and --slo-ttft-ms must be >= 0");
   DSS_ASSIGN_OR_RETURN(
-      impl->model, Model::load(LoadOptions{o.model_dir, o.n_threads, o.weight_dtype, o.act_quant,
-                                           o.weight_layout, o.lm_head_dtype, o.matmul_dtype}));
+      impl->model,
+      Model::load(LoadOptions{o.model_dir, o.n_threads, o.weight_dtype, o.act_quant,
+                              o.weight_layout, o.lm_head_dtype, o.matmul_dtype, o.expert_parallel},
+                  impl->tp_group));
   const ModelConfig& c = impl->model->config();
   impl->eos = c.eos_token_id;
   impl->context_length =
@@ -157,6 +163,9 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& o) {
         " (raise --kv-cache-memory / --max-total-tokens or lower --context-length)");
   }
   if (n_pages > INT32_MAX / o.page_size) return Status::error("KV cache too large");
+  if (impl->tp_group != nullptr) {  // rank 0's pool size (its memory), so slots mean the same
+    impl->tp_group->broadcast(std::span<int64_t>(&n_pages, 1), 0);
+  }
   impl->kv =
       std::make_unique<KvCache>(impl->model->make_kv_cache(layout, static_cast<int32_t>(n_pages)));
   impl->pool = std::make_unique<BlockPool>(static_cast<int32_t>(n_pages));
@@ -186,6 +195,13 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& o) {
            kv_dtype_name(kv_dtype), ", ", layout.bytes_per_token(), " bytes/token) ", n_pages,
            " pages x ", o.page_size, " tokens (",
            static_cast<double>(n_pages * bytes_per_page) / (1 << 20), " MiB)");
+  if (impl->tp_group != nullptr) {
+    const int32_t max_seqs = o.max_running_requests + 1;
+    const int32_t max_pages = (impl->context_length + o.page_size - 1) / o.page_size + 1;
+    impl->steps = std::make_unique<StepChannel>(
+        *impl->tp_group, StepChannel::payload_words(max_tokens, max_seqs, max_pages, max_seqs));
+    if (impl->tp_group->rank() != 0) return std::unique_ptr<Engine>(new Engine(std::move(impl)));
+  }
   Impl* raw = impl.get();
   impl->thread = std::thread([raw] { raw->loop(); });
   return std::unique_ptr<Engine>(new Engine(std::move(impl)));
@@ -256,6 +272,13 @@ void Engine::shutdown() {
   if (impl_->thread.joinable()) impl_->thread.join();
 }
 
+void Engine::follow() {
+  Impl& m = *impl_;
+  DSS_CHECK(m.tp_group != nullptr && m.tp_group->rank() != 0, "Engine::follow on rank 0");
+  while (std::optional<ForwardBatch> b = m.steps->receive())
+    m.model->forward(*b, *m.kv, *m.ws, m.logits.data());
+}
+
 void Engine::Impl::loop() {
   for (;;) {
     std::deque<Pending> in;
@@ -283,6 +306,7 @@ void Engine::Impl::loop() {
     }
     if (stop) {
       abort_all();
+      if (steps) steps->send_stop();  // the other ranks' follow() returns
       return;
     }
     expire_deadlines();
@@ -387,6 +411,7 @@ void Engine::Impl::step() {
     if (it != live.end() && it->second.t_scheduled == 0.0) it->second.t_scheduled = t0;
   }
   const ForwardBatch& batch = builder.build(plan);
+  if (steps) steps->send(batch);  // the other ranks of the group run the same forward
   model->forward(batch, *kv, *ws, logits.data());
   const int32_t V = model->config().n_vocab;
   std::vector<StepResult> results;

@@ -6,6 +6,10 @@
 // on the engine thread and must not block. Detokenization and parsing are the consumer's job.
 // Lifetime: shutdown() (or the destructor) aborts what is still queued or running (each gets a
 // final kAbort event), then joins the engine thread.
+// Tensor parallel: every rank of the group creates its Engine with the same options and the
+// group; rank 0's engine is the one above (requests, scheduler, sampling), and sends each step's
+// batch to the others (engine/step_channel.h), which call follow() and run the same forwards on
+// their shard until rank 0's engine shuts down.
 #pragma once
 
 #include <atomic>
@@ -19,6 +23,7 @@
 
 #include "base/status.h"
 #include "core/generate.h"
+#include "dist/mpi_comm.h"
 #include "engine/engine_options.h"
 #include "io/model_config.h"
 
@@ -48,7 +53,11 @@ struct EngineStats {
 
 class Engine {
  public:
-  static Result<std::unique_ptr<Engine>> create(const EngineOptions& opts);
+  static Result<std::unique_ptr<Engine>> create(const EngineOptions& opts,
+                                                MpiComm* tp_group = nullptr);
+  // Ranks other than 0 of a tensor-parallel group: runs rank 0's steps until it shuts down.
+  // Blocks; call it on the thread that made the engine.
+  void follow();
   ~Engine();
 
   // Validates (token ids in range, sampling parameters, prompt + max_tokens within the context)

@@ -31,6 +31,8 @@ struct EngineOptions {
   WeightDType lm_head_dtype = WeightDType::kAsStored;
   MatmulDType matmul_dtype = MatmulDType::kF32;
   ActQuant act_quant = ActQuant::kNone;
+  // --ep-size equal to --tp-size: the routed experts partitioned over the tensor-parallel group.
+  bool expert_parallel = false;
   double slo_tpot_ms = 0.0;  // --slo-tpot-ms: dynamic batch cap target (0: off)
   double slo_ttft_ms = 0.0;  // --slo-ttft-ms: lets a lowered cap rise (0: off)
   // --request-timeout: seconds from arrival after which a request ends with an error (0: off).

@@ -47,12 +47,17 @@ void CpuBackend::linear_pair(const Matrix& w0, float* y0, const Matrix& w1, floa
   cpu::matmul_parallel(*pool_, products, n_tok);
 }
 
-void CpuBackend::embed(const Matrix& table, const int32_t* ids, int64_t n, float* h) const {
+void CpuBackend::embed(const Matrix& table, const int32_t* ids, int64_t n, float* h,
+                       int64_t row_begin) const {
   const int64_t d = table.n_cols;
   for (int64_t t = 0; t < n; ++t) {
-    DSS_CHECK(ids[t] >= 0 && ids[t] < table.n_rows, "token id ", ids[t], " out of range");
+    const int64_t r = ids[t] - row_begin;
     float* row = h + t * d;
-    for (int64_t j = 0; j < d; ++j) row[j] = table.at(ids[t], j);
+    if (r < 0 || r >= table.n_rows) {
+      std::fill(row, row + d, 0.0f);
+      continue;
+    }
+    for (int64_t j = 0; j < d; ++j) row[j] = table.at(r, j);
   }
 }
 

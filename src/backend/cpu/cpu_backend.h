@@ -46,8 +46,9 @@ class CpuBackend {
   // y0 = x W0^T and y1 = x W1^T (one dispatch for short inputs).
   void linear_pair(const Matrix& w0, float* y0, const Matrix& w1, float* y1, const float* x,
                    int64_t n_tok, BackendScratch& s) const;
-  // h[i, :] = table row ids[i] (plain, unscaled), for i < n.
-  void embed(const Matrix& table, const int32_t* ids, int64_t n, float* h) const;
+  // h[i, :] = table row ids[i] - row_begin (plain, unscaled) for i < n; zeros where that row is
+  // outside the table (a vocabulary-parallel slice holds the others' rows elsewhere).
+  void embed(const Matrix& table, const int32_t* ids, int64_t n, float* h, int64_t row_begin) const;
   // y[i, :width] = rmsnorm(x[i, :width]) * w, rows i < n_rows (y may alias x).
   void rmsnorm_rows(const float* x, const Vector& w, int64_t n_rows, int64_t width, float eps,
                     float* y) const;

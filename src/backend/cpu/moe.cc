@@ -59,7 +59,7 @@ void route(const CpuBackend& be, const MoeArgs& a, CpuScratch& s) {
   for (int32_t e = 0; e < E; ++e)
     s.expert_offsets[static_cast<size_t>(e) + 1] += s.expert_offsets[static_cast<size_t>(e)];
   const std::vector<int32_t>& off = s.expert_offsets;
-  for (int32_t e = 0; e < E; ++e) {
+  for (int32_t e = std::max(0, a.expert_begin); e < std::min(E, a.expert_end); ++e) {
     *a.routed_expert_reads += off[static_cast<size_t>(e) + 1] > off[static_cast<size_t>(e)];
   }
   std::copy(off.begin(), off.end() - 1, s.expert_cursor.begin());
@@ -79,7 +79,7 @@ void moe_per_expert(const CpuBackend& be, const MoeArgs& a, CpuScratch& s) {
   const std::vector<int32_t>& off = s.expert_offsets;
   float* out = a.out;
   std::fill(out, out + T * d, 0.0f);
-  for (int32_t e = 0; e < E; ++e) {
+  for (int32_t e = std::max(0, a.expert_begin); e < std::min(E, a.expert_end); ++e) {
     const int32_t b = off[static_cast<size_t>(e)], n = off[static_cast<size_t>(e) + 1] - b;
     if (n == 0) continue;
     for (int32_t j = 0; j < n; ++j) {
@@ -106,7 +106,6 @@ int32_t expert_jobs(ThreadPool& pool, const MoeArgs& a, CpuScratch& s,
   const ModelConfig& c = *a.cfg;
   const int32_t E = c.n_experts, K = c.n_experts_per_tok, T = a.n_tok;
   const int64_t d = c.d_model;
-  const int32_t F = c.d_ff_expert, F_sh = c.n_shared_experts * c.d_ff_expert;
   pool.parallel_for(T * K, kRouteGrainTokens * K, [&](int64_t p0, int64_t p1, int32_t) {
     for (int64_t p = p0; p < p1; ++p) {
       const int32_t t = s.expert_tokens[static_cast<size_t>(p)];
@@ -115,12 +114,15 @@ int32_t expert_jobs(ThreadPool& pool, const MoeArgs& a, CpuScratch& s,
   });
   const std::vector<int32_t>& off = s.expert_offsets;
   int32_t n_jobs = 0;
-  for (int32_t e = 0; e < E; ++e) {
+  // The routed rows' gate/up stride: the widest expert width (all equal; a tensor-parallel
+  // rank's are the slice's), so a bucket row keeps its place whichever experts are local.
+  const auto F = static_cast<int32_t>(c.d_ff_expert);
+  for (int32_t e = std::max(0, a.expert_begin); e < std::min(E, a.expert_end); ++e) {
     const int32_t b = off[static_cast<size_t>(e)], n = off[static_cast<size_t>(e) + 1] - b;
     if (n == 0) continue;
     jobs[static_cast<size_t>(n_jobs++)] = {&a.experts[e],
                                            n,
-                                           F,
+                                           static_cast<int32_t>(a.experts[e].gate.n_rows),
                                            s.xe.data() + static_cast<size_t>(b) * d,
                                            s.gate.data() + static_cast<size_t>(b) * F,
                                            s.up.data() + static_cast<size_t>(b) * F,
@@ -130,7 +132,7 @@ int32_t expert_jobs(ThreadPool& pool, const MoeArgs& a, CpuScratch& s,
   if (a.shared != nullptr) {
     jobs[static_cast<size_t>(n_jobs++)] = {a.shared,
                                            T,
-                                           F_sh,
+                                           static_cast<int32_t>(a.shared->gate.n_rows),
                                            a.x,
                                            s.gate.data() + n_routed * F,
                                            s.up.data() + n_routed * F,
@@ -146,6 +148,10 @@ void weighted_sum(ThreadPool& pool, const MoeArgs& a, CpuScratch& s) {
   const int32_t K = c.n_experts_per_tok;
   const int64_t d = c.d_model;
   const size_t n_routed = static_cast<size_t>(a.n_tok) * K;
+  // Bucket positions of the local experts (the others' rows were not computed here).
+  const int32_t E = c.n_experts;
+  const int32_t p_begin = s.expert_offsets[static_cast<size_t>(std::clamp(a.expert_begin, 0, E))];
+  const int32_t p_end = s.expert_offsets[static_cast<size_t>(std::clamp(a.expert_end, 0, E))];
   pool.parallel_for(a.n_tok, 1, [&](int64_t t0, int64_t t1, int32_t) {
     for (auto t = static_cast<int32_t>(t0); t < t1; ++t) {
       std::array<int32_t, kMaxChoices> pos{};  // the token's bucket positions, ascending
@@ -156,6 +162,7 @@ void weighted_sum(ThreadPool& pool, const MoeArgs& a, CpuScratch& s) {
       std::fill(o, o + d, 0.0f);
       for (int32_t k = 0; k < K; ++k) {
         const int32_t p = pos[static_cast<size_t>(k)];
+        if (p < p_begin || p >= p_end) continue;
         cpu::axpy(s.expert_weights[static_cast<size_t>(p)],
                   s.ye.data() + static_cast<size_t>(p) * d, o, d);
       }

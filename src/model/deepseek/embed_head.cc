@@ -7,8 +7,11 @@
 namespace dss {
 
 template <ModelBackend B>
-void embed_forward(const B& be, const ModelWeights& w, const ForwardBatch& b, Workspace& ws) {
-  be.embed(w.embed, b.tokens.data(), b.n_tokens(), ws.h.data());
+void embed_forward(const B& be, const ModelConfig& c, const ModelWeights& w, const ForwardBatch& b,
+                   Workspace& ws) {
+  for (const TokenId id : b.tokens)
+    DSS_CHECK(id >= 0 && id < c.n_vocab, "token id ", id, " out of range");
+  be.embed(w.embed, b.tokens.data(), b.n_tokens(), ws.h.data(), w.vocab_begin);
 }
 
 template <ModelBackend B>
@@ -28,8 +31,8 @@ void head_forward(const B& be, const ModelConfig& c, const ModelWeights& w, cons
 }
 
 // The CUDA build adds its backend's instantiations here.
-template void embed_forward<CpuBackend>(const CpuBackend&, const ModelWeights&, const ForwardBatch&,
-                                        Workspace&);
+template void embed_forward<CpuBackend>(const CpuBackend&, const ModelConfig&, const ModelWeights&,
+                                        const ForwardBatch&, Workspace&);
 template void head_forward<CpuBackend>(const CpuBackend&, const ModelConfig&, const ModelWeights&,
                                        const ForwardBatch&, Workspace&, float*);
 

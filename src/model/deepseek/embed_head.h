@@ -12,11 +12,14 @@
 
 namespace dss {
 
-// ws.h [T, d_model] = embedding rows of b.tokens.
+// ws.h [T, d_model] = embedding rows of b.tokens (a vocabulary-parallel rank: the rows of its
+// slice, zeros for the others' tokens). Token ids must lie in [0, n_vocab) (CHECK).
 template <ModelBackend B>
-void embed_forward(const B& be, const ModelWeights& w, const ForwardBatch& b, Workspace& ws);
+void embed_forward(const B& be, const ModelConfig& c, const ModelWeights& w, const ForwardBatch& b,
+                   Workspace& ws);
 
-// logits [b.logit_rows.size(), n_vocab] = lm_head(rmsnorm(ws.h[row])) for each logit row.
+// logits [b.logit_rows.size(), w.lm_head.n_rows] = lm_head(rmsnorm(ws.h[row])) for each logit
+// row (a vocabulary-parallel rank: the columns of its slice).
 template <ModelBackend B>
 void head_forward(const B& be, const ModelConfig& c, const ModelWeights& w, const ForwardBatch& b,
                   Workspace& ws, float* logits);

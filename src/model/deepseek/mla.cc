@@ -20,7 +20,7 @@ template <ModelBackend B>
 void attend(const B& be, const ModelConfig& c, const MlaWeights& w, int32_t i_layer,
             const ForwardBatch& b, const KvCache& kv, Workspace& ws, AttnPath path) {
   MlaAttnArgs a;
-  a.shape = {c.n_heads, c.d_nope, c.d_rope, c.d_v, c.kv_lora_rank, c.softmax_scale()};
+  a.shape = {w.n_heads, c.d_nope, c.d_rope, c.d_v, c.kv_lora_rank, c.softmax_scale()};
   a.kv_b = &w.kv_b;
   a.w_uk_t = &w.w_uk_t;
   a.kv = &kv;
@@ -70,7 +70,7 @@ void mla_forward(const B& be, const ModelConfig& c, const RopeTable& rope, const
   be.linear(w.q_b, ws.q_a.data(), T, ws.q.data(), s);
   DSS_PHASE_NEXT(phase, kMlaRopeCache);
   MlaRopeArgs r;
-  r.shape = {c.n_heads, c.d_nope, c.d_rope, c.d_v, c.kv_lora_rank, c.softmax_scale()};
+  r.shape = {w.n_heads, c.d_nope, c.d_rope, c.d_v, c.kv_lora_rank, c.softmax_scale()};
   r.n_tok = T;
   r.positions = b.positions.data();
   r.rope_freqs = rope.freqs().data();

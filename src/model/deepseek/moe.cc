@@ -14,6 +14,8 @@ void moe_forward(const B& be, const ModelConfig& c, const MoeWeights& m, int32_t
   a.router = &m.router;
   a.router_bias = m.router_bias.data();
   a.experts = m.experts.data();
+  a.expert_begin = m.expert_begin;
+  a.expert_end = m.expert_end;
   a.shared = m.has_shared ? &m.shared : nullptr;
   a.n_tok = n_tok;
   a.x = ws.xn.data();

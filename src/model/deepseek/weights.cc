@@ -20,6 +20,11 @@ std::string shape_str(const std::vector<int64_t>& s) {
   return out + "]";
 }
 
+// Rows [r0, r1) and columns [c0, c1) of a matrix (-1: to the end).
+struct Part {
+  int64_t r0 = 0, r1 = -1, c0 = 0, c1 = -1;
+};
+
 class Loader {
  public:
   Loader(const Checkpoint& ck, const QuantPolicy* convert, const QuantPolicy* lm_head_convert,
@@ -27,7 +32,9 @@ class Loader {
       : ck_(ck), convert_(convert), lm_head_(lm_head_convert), tile_(tile), owned_(owned) {}
 
   // `tileable`: false for matrices read by row lookup (the embedding), which stay row-major.
-  Result<Matrix> matrix(const std::string& name, int64_t rows, int64_t cols, bool tileable = true) {
+  // `part`: the rows and columns this rank keeps (ShardSpec); the checks run on the whole tensor.
+  Result<Matrix> matrix(const std::string& name, int64_t rows, int64_t cols, bool tileable = true,
+                        const Part& part = {}) {
     DSS_ASSIGN_OR_RETURN(TensorView t, ck_.get(name));
     const std::vector<int64_t> want = {rows, cols};
     if (t.shape != want) {
@@ -69,6 +76,7 @@ class Loader {
       return Status::error(t.file, ": tensor '", name, "' has dtype ", dtype_name(t.dtype),
                            ", expected F8_E4M3, I8, BF16, F16 or F32");
     }
+    m = slice(m, part.r0, part.r1 < 0 ? rows : part.r1, part.c0, part.c1 < 0 ? cols : part.c1);
     const QuantPolicy* policy =
         lm_head_ != nullptr && name == "lm_head.weight" ? lm_head_ : convert_;
     if (policy != nullptr && policy->converts(name, 2)) {
@@ -133,12 +141,67 @@ class Loader {
     return v;
   }
 
-  Result<FfnWeights> ffn(const std::string& prefix, int64_t d_model, int64_t d_ff) {
+  // A SwiGLU FFN; with `shard` its intermediate rows split (gate/up rows, down columns).
+  Result<FfnWeights> ffn(const std::string& prefix, int64_t d_model, int64_t d_ff,
+                         const ShardSpec& shard = {}) {
+    const int64_t f0 = shard.begin(d_ff), f1 = shard.end(d_ff);
     FfnWeights f;
-    DSS_ASSIGN_OR_RETURN(f.gate, matrix(prefix + ".gate_proj.weight", d_ff, d_model));
-    DSS_ASSIGN_OR_RETURN(f.up, matrix(prefix + ".up_proj.weight", d_ff, d_model));
-    DSS_ASSIGN_OR_RETURN(f.down, matrix(prefix + ".down_proj.weight", d_model, d_ff));
+    DSS_ASSIGN_OR_RETURN(
+        f.gate, matrix(prefix + ".gate_proj.weight", d_ff, d_model, true, Part{f0, f1, 0, -1}));
+    DSS_ASSIGN_OR_RETURN(
+        f.up, matrix(prefix + ".up_proj.weight", d_ff, d_model, true, Part{f0, f1, 0, -1}));
+    DSS_ASSIGN_OR_RETURN(
+        f.down, matrix(prefix + ".down_proj.weight", d_model, d_ff, true, Part{0, -1, f0, f1}));
     return f;
+  }
+
+  // m's rows [r0, r1) and columns [c0, c1) (m row-major, as read from the checkpoint): a view
+  // where whole rows are kept (FP8: on whole 128-row scale blocks), else an owned copy in
+  // m's dtype (FP8: when both ranges lie on the 128 x 128 scale grid, with its scale sub-grid),
+  // or dequantised to F32 where an FP8 slice cuts a scale block (exact: code x scale).
+  Matrix slice(const Matrix& m, int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
+    if (r0 == 0 && r1 == m.n_rows && c0 == 0 && c1 == m.n_cols) return m;
+    const int64_t B = kFp8BlockSize;
+    const bool fp8 = m.dtype == DType::kF8E4M3, i8 = m.dtype == DType::kI8;
+    auto on_grid = [&](int64_t b, int64_t e, int64_t n) {
+      return b % B == 0 && (e % B == 0 || e == n);
+    };
+    const auto es = static_cast<int64_t>(dtype_size(m.dtype));
+    const auto* src = static_cast<const uint8_t*>(m.data);
+    if (c0 == 0 && c1 == m.n_cols && (!fp8 || on_grid(r0, r1, m.n_rows))) {
+      Matrix v = m;
+      v.n_rows = r1 - r0;
+      v.data = src + r0 * m.n_cols * es;
+      if (fp8) v.scales = m.scales + (r0 / B) * m.n_scale_cols();
+      if (i8) v.scales = m.scales + r0;
+      return v;
+    }
+    const bool keep = !fp8 || (on_grid(r0, r1, m.n_rows) && on_grid(c0, c1, m.n_cols));
+    OwnedMatrix o;
+    o.dtype = keep ? m.dtype : DType::kF32;
+    o.n_rows = r1 - r0;
+    o.n_cols = c1 - c0;
+    const auto oes = static_cast<int64_t>(dtype_size(o.dtype));
+    o.data.resize(static_cast<size_t>(o.n_rows * o.n_cols * oes));
+    for (int64_t r = r0; r < r1; ++r) {
+      uint8_t* dst = o.data.data() + (r - r0) * o.n_cols * oes;
+      if (keep) {
+        std::memcpy(dst, src + (r * m.n_cols + c0) * es, static_cast<size_t>(o.n_cols * es));
+        continue;
+      }
+      for (int64_t c = c0; c < c1; ++c) {
+        const float v = m.at(r, c);
+        std::memcpy(dst + (c - c0) * oes, &v, sizeof(v));
+      }
+    }
+    if (keep && fp8) {
+      const int64_t sr0 = r0 / B, sr1 = (r1 + B - 1) / B, sc0 = c0 / B, sc1 = (c1 + B - 1) / B;
+      for (int64_t i = sr0; i < sr1; ++i)
+        for (int64_t j = sc0; j < sc1; ++j) o.scales.push_back(m.scales[i * m.n_scale_cols() + j]);
+    }
+    if (keep && i8) o.scales.assign(m.scales + r0, m.scales + r1);
+    owned_.push_back(std::move(o));
+    return owned_.back().view();
   }
 
   std::vector<std::pair<std::string, size_t>> bytes() const {
@@ -306,19 +369,28 @@ void pack_into_arena(ModelWeights& w, const WeightAllocator& allocate) {
 Result<ModelWeights> load_weights(const Checkpoint& ck, const ModelConfig& c,
                                   const QuantPolicy* convert, bool tile,
                                   const QuantPolicy* lm_head_convert, bool bf16_dot,
-                                  const WeightAllocator& allocate) {
+                                  const WeightAllocator& allocate, const ShardSpec& shard) {
+  DSS_RETURN_IF_ERROR(check_shardable(c, shard));
   ModelWeights w;
   Loader ld(ck, convert, lm_head_convert, tile, w.owned);
+  const Part vocab{shard.begin(c.n_vocab), shard.end(c.n_vocab), 0, -1};
+  w.vocab_begin = vocab.r0;
   DSS_ASSIGN_OR_RETURN(w.embed,
-                       ld.matrix("model.embed_tokens.weight", c.n_vocab, c.d_model, false));
+                       ld.matrix("model.embed_tokens.weight", c.n_vocab, c.d_model, false, vocab));
   DSS_ASSIGN_OR_RETURN(w.final_norm, ld.vector("model.norm.weight", c.d_model));
-  DSS_ASSIGN_OR_RETURN(w.lm_head, ld.matrix("lm_head.weight", c.n_vocab, c.d_model));
+  DSS_ASSIGN_OR_RETURN(w.lm_head, ld.matrix("lm_head.weight", c.n_vocab, c.d_model, true, vocab));
   if (w.embed.dtype == DType::kF8E4M3) {
     return Status::error(
         ck.dir(),
         ": tensor 'model.embed_tokens.weight' is F8_E4M3; embeddings must be BF16, F16 or F32");
   }
-  const int64_t H = c.n_heads;
+  const int64_t H = c.n_heads / shard.size, h0 = shard.begin(c.n_heads);
+  const Part q_heads{h0 * c.d_qk(), (h0 + H) * c.d_qk(), 0, -1};
+  const Part kv_heads{h0 * (c.d_nope + c.d_v), (h0 + H) * (c.d_nope + c.d_v), 0, -1};
+  const Part o_heads{0, -1, h0 * c.d_v, (h0 + H) * c.d_v};
+  const int64_t e0 = shard.expert_parallel ? shard.begin(c.n_experts) : 0;
+  const int64_t e1 = shard.expert_parallel ? shard.end(c.n_experts) : c.n_experts;
+  const ShardSpec expert_split = shard.expert_parallel ? ShardSpec{} : shard;
   for (int32_t i = 0; i < c.n_layers; ++i) {
     const std::string p = "model.layers." + std::to_string(i);
     LayerWeights L;
@@ -328,13 +400,16 @@ Result<ModelWeights> load_weights(const Checkpoint& ck, const ModelConfig& c,
     const std::string sa = p + ".self_attn";
     DSS_ASSIGN_OR_RETURN(a.q_a, ld.matrix(sa + ".q_a_proj.weight", c.q_lora_rank, c.d_model));
     DSS_ASSIGN_OR_RETURN(a.q_a_norm, ld.vector(sa + ".q_a_layernorm.weight", c.q_lora_rank));
-    DSS_ASSIGN_OR_RETURN(a.q_b, ld.matrix(sa + ".q_b_proj.weight", H * c.d_qk(), c.q_lora_rank));
+    a.n_heads = static_cast<int32_t>(H);
+    DSS_ASSIGN_OR_RETURN(a.q_b, ld.matrix(sa + ".q_b_proj.weight", c.n_heads * c.d_qk(),
+                                          c.q_lora_rank, true, q_heads));
     DSS_ASSIGN_OR_RETURN(
         a.kv_a, ld.matrix(sa + ".kv_a_proj_with_mqa.weight", c.kv_lora_rank + c.d_rope, c.d_model));
     DSS_ASSIGN_OR_RETURN(a.kv_a_norm, ld.vector(sa + ".kv_a_layernorm.weight", c.kv_lora_rank));
+    DSS_ASSIGN_OR_RETURN(a.kv_b, ld.matrix(sa + ".kv_b_proj.weight", c.n_heads * (c.d_nope + c.d_v),
+                                           c.kv_lora_rank, true, kv_heads));
     DSS_ASSIGN_OR_RETURN(
-        a.kv_b, ld.matrix(sa + ".kv_b_proj.weight", H * (c.d_nope + c.d_v), c.kv_lora_rank));
-    DSS_ASSIGN_OR_RETURN(a.o, ld.matrix(sa + ".o_proj.weight", c.d_model, H * c.d_v));
+        a.o, ld.matrix(sa + ".o_proj.weight", c.d_model, c.n_heads * c.d_v, true, o_heads));
     w.owned.push_back(transpose_uk(a.kv_b, H, c.d_nope, c.d_v));
     a.w_uk_t = w.owned.back().view();
     if (tile && can_tile(a.w_uk_t)) {
@@ -361,7 +436,7 @@ Result<ModelWeights> load_weights(const Checkpoint& ck, const ModelConfig& c,
     }
     L.is_moe = c.is_moe_layer(i);
     if (!L.is_moe) {
-      DSS_ASSIGN_OR_RETURN(L.dense, ld.ffn(p + ".mlp", c.d_model, c.d_ff));
+      DSS_ASSIGN_OR_RETURN(L.dense, ld.ffn(p + ".mlp", c.d_model, c.d_ff, shard));
     } else {
       MoeWeights& m = L.moe;
       DSS_ASSIGN_OR_RETURN(m.router, ld.matrix(p + ".mlp.gate.weight", c.n_experts, c.d_model));
@@ -369,17 +444,19 @@ Result<ModelWeights> load_weights(const Checkpoint& ck, const ModelConfig& c,
       DSS_ASSIGN_OR_RETURN(Vector bias, ld.vector(bname, c.n_experts));
       m.router_bias.resize(static_cast<size_t>(c.n_experts));
       for (int64_t e = 0; e < c.n_experts; ++e) m.router_bias[static_cast<size_t>(e)] = bias.at(e);
-      m.experts.reserve(static_cast<size_t>(c.n_experts));
-      for (int32_t e = 0; e < c.n_experts; ++e) {
-        DSS_ASSIGN_OR_RETURN(FfnWeights f, ld.ffn(p + ".mlp.experts." + std::to_string(e),
-                                                  c.d_model, c.d_ff_expert));
-        m.experts.push_back(f);
+      m.experts.resize(static_cast<size_t>(c.n_experts));  // EP: empty outside [e0, e1)
+      m.expert_begin = static_cast<int32_t>(e0);
+      m.expert_end = static_cast<int32_t>(e1);
+      for (int64_t e = e0; e < e1; ++e) {
+        DSS_ASSIGN_OR_RETURN(m.experts[static_cast<size_t>(e)],
+                             ld.ffn(p + ".mlp.experts." + std::to_string(e), c.d_model,
+                                    c.d_ff_expert, expert_split));
       }
       if (c.n_shared_experts > 0) {
         m.has_shared = true;
-        DSS_ASSIGN_OR_RETURN(m.shared,
-                             ld.ffn(p + ".mlp.shared_experts", c.d_model,
-                                    static_cast<int64_t>(c.n_shared_experts) * c.d_ff_expert));
+        DSS_ASSIGN_OR_RETURN(
+            m.shared, ld.ffn(p + ".mlp.shared_experts", c.d_model,
+                             static_cast<int64_t>(c.n_shared_experts) * c.d_ff_expert, shard));
       }
     }
     w.layers.push_back(std::move(L));

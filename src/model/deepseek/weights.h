@@ -13,6 +13,7 @@
 #include "io/checkpoint.h"
 #include "io/model_config.h"
 #include "model/deepseek/quant_policy.h"
+#include "model/deepseek/shard.h"
 #include "tensor/matrix.h"
 #include "tensor/quantize.h"
 
@@ -27,14 +28,17 @@ struct IndexerWeights {
   Matrix weights_proj;          // [index_n_heads, d_model] (bf16 in checkpoints; f32 compute)
 };
 
+// Shapes below name the whole model's n_heads; a tensor-parallel rank holds n_heads (this
+// struct's) of them, and its q_b, kv_b, o and w_uk_t rows / columns for those heads only.
 struct MlaWeights {
-  Matrix q_a;        // [q_lora_rank, d_model]
-  Vector q_a_norm;   // [q_lora_rank]
-  Matrix q_b;        // [n_heads * (d_nope + d_rope), q_lora_rank]; per head nope first
-  Matrix kv_a;       // [kv_lora_rank + d_rope, d_model]
-  Vector kv_a_norm;  // [kv_lora_rank]
-  Matrix kv_b;       // [n_heads * (d_nope + d_v), kv_lora_rank]; per head W_UK rows then W_UV
-  Matrix o;          // [d_model, n_heads * d_v]
+  int32_t n_heads = 0;  // heads held here (config n_heads / ShardSpec::size)
+  Matrix q_a;           // [q_lora_rank, d_model]
+  Vector q_a_norm;      // [q_lora_rank]
+  Matrix q_b;           // [n_heads * (d_nope + d_rope), q_lora_rank]; per head nope first
+  Matrix kv_a;          // [kv_lora_rank + d_rope, d_model]
+  Vector kv_a_norm;     // [kv_lora_rank]
+  Matrix kv_b;          // [n_heads * (d_nope + d_v), kv_lora_rank]; per head W_UK rows then W_UV
+  Matrix o;             // [d_model, n_heads * d_v]
   // The absorbed decode query q_lat_h = W_UK_h^T q_nope_h reads W_UK of every head transposed:
   // [n_heads * kv_lora_rank, d_nope], rows [h R, (h + 1) R) are head h's (R = kv_lora_rank).
   // Built at load from kv_b with the same values (FP8 codes and block scales moved when each
@@ -50,7 +54,10 @@ struct MoeWeights {
   Matrix router;                    // [n_experts, d_model] (bf16 in checkpoints; f32 compute)
   std::vector<float> router_bias;   // [n_experts] e_score_correction_bias as f32 (selection only)
   std::vector<FfnWeights> experts;  // n_experts x {[d_ff_expert, d_model] ...}
-  FfnWeights shared;                // [n_shared * d_ff_expert, d_model] ...; empty if none
+  // Experts held here: [expert_begin, expert_end) (expert parallel: a slice; the others' weights
+  // are empty); every expert otherwise, split by rows under tensor parallelism.
+  int32_t expert_begin = 0, expert_end = 0;
+  FfnWeights shared;  // [n_shared * d_ff_expert, d_model] ...; empty if none
   bool has_shared = false;
 };
 
@@ -64,6 +71,9 @@ struct LayerWeights {
 };
 
 struct ModelWeights {
+  // Vocabulary-parallel (ShardSpec): embed and lm_head hold rows [vocab_begin, vocab_begin +
+  // their n_rows) of the whole vocabulary.
+  int64_t vocab_begin = 0;
   Matrix embed;       // [n_vocab, d_model]
   Vector final_norm;  // [d_model]
   Matrix lm_head;     // [n_vocab, d_model]
@@ -127,6 +137,9 @@ void for_each_matrix(ModelWeights& w, Fn&& fn) {
 // change anything), the tiled FP8 / BF16 projections, FFNs, experts and lm_head get
 // MatmulArith::kBf16Dot, and those with an even column count the kTiledPairs layout that
 // arithmetic reads fastest (tensor/matrix.h); the router and the indexer stay kF32 / kTiled.
+// `shard`: this rank's part of a tensor- / expert-parallel group (model/deepseek/shard.h); the
+// shard's rows are views of the mapped file where whole rows are kept, so a rank reads and keeps
+// ~1/size of the split tensors.
 // `allocate` makes the arena (the backend's allocate for MemoryUse::kWeights; empty: host
 // memory). The matrices no conversion or tiling touches stay views of the mapped file, which the
 // CPU backend reads in place.
@@ -134,6 +147,7 @@ using WeightAllocator = std::function<Buffer(size_t bytes)>;
 Result<ModelWeights> load_weights(const Checkpoint& ck, const ModelConfig& cfg,
                                   const QuantPolicy* convert = nullptr, bool tile = false,
                                   const QuantPolicy* lm_head_convert = nullptr,
-                                  bool bf16_dot = false, const WeightAllocator& allocate = {});
+                                  bool bf16_dot = false, const WeightAllocator& allocate = {},
+                                  const ShardSpec& shard = {});
 
 }  // namespace dss

@@ -36,6 +36,11 @@ size_t lay_out(const ModelConfig& c, const WorkspaceLimits& lim, Bind&& bind) {
   take(&Workspace::kv_new, T * d_row);
   take(&Workspace::sel_experts, T * static_cast<size_t>(c.n_experts_per_tok));
   take(&Workspace::logit_in, static_cast<size_t>(lim.max_logit_rows) * d);
+  const size_t tp = lim.tp_size > 1 ? static_cast<size_t>(lim.tp_size) : 0;
+  const size_t shard_logits =
+      tp > 0 ? static_cast<size_t>(lim.max_logit_rows) * static_cast<size_t>(c.n_vocab) / tp : 0;
+  take(&Workspace::logit_shard, shard_logits);
+  take(&Workspace::logit_gather, shard_logits * tp);
   take(&Workspace::idx_q, v32 * T * static_cast<size_t>(c.index_n_heads * c.index_head_dim));
   take(&Workspace::idx_k, v32 * T * static_cast<size_t>(c.index_head_dim));
   take(&Workspace::idx_w, v32 * T * static_cast<size_t>(c.index_n_heads));

@@ -42,6 +42,10 @@ struct Workspace {
   std::span<float> kv_new;
   std::span<int32_t> sel_experts;  // [max_tokens, n_experts_per_tok] (MoE routing, per layer)
   std::span<float> logit_in;       // [max_logit_rows, d_model]
+  // Tensor parallel (limits.tp_size > 1; else empty): this rank's logits of its vocabulary slice
+  // [max_logit_rows, n_vocab / tp_size], and every rank's, gathered [tp_size, max_logit_rows,
+  // n_vocab / tp_size].
+  std::span<float> logit_shard, logit_gather;
   // V3.2 indexer (empty spans otherwise).
   std::span<float> idx_q;    // [max_tokens, index_n_heads * index_head_dim]
   std::span<float> idx_k;    // [max_tokens, index_head_dim]

@@ -38,6 +38,9 @@ struct LoadOptions {
   // in BF16); DeepSeek's releases store it in BF16, which --weight-dtype leaves alone.
   WeightDType lm_head_dtype = WeightDType::kAsStored;
   MatmulDType matmul_dtype = MatmulDType::kF32;
+  // With a tensor-parallel group (Model::load's tp_group): partition the routed experts over it
+  // (--ep-size equal to --tp-size) instead of splitting every expert's rows.
+  bool expert_parallel = false;
 };
 
 // Flag spellings. parse_*: "bf16" | "fp8" | "int8" (and "" for as stored; parse_weight_dtype's);

@@ -5,16 +5,23 @@
 
 #include "base/check.h"
 #include "base/phase_timer.h"
+#include "dist/local_comm.h"
 #include "model/deepseek/embed_head.h"
 #include "model/deepseek/mlp.h"
 #include "model/deepseek/moe.h"
 
 namespace dss {
 
-Result<std::unique_ptr<Model>> Model::load(const LoadOptions& opts) {
+Result<std::unique_ptr<Model>> Model::load(const LoadOptions& opts, MpiComm* tp_group) {
   DSS_ASSIGN_OR_RETURN(ModelConfig cfg, ModelConfig::load(opts.dir));
+  ShardSpec shard;
+  if (tp_group != nullptr && tp_group->size() > 1)
+    shard = ShardSpec{tp_group->rank(), tp_group->size(), opts.expert_parallel};
+  DSS_RETURN_IF_ERROR(check_shardable(cfg, shard));  // before any tensor is read
   DSS_ASSIGN_OR_RETURN(Checkpoint ck, Checkpoint::open(opts.dir));
   std::unique_ptr<Model> m(new Model(std::move(cfg), std::move(ck)));
+  m->shard_ = shard;
+  m->tp_group_ = shard.sharded() ? tp_group : nullptr;
   m->act_quant_fp8_ = opts.act_quant == ActQuant::kFp8;
   const bool tile = opts.weight_layout == WeightStorage::kTiled;
   if (opts.matmul_dtype == MatmulDType::kBf16) {
@@ -45,10 +52,11 @@ Result<std::unique_ptr<Model>> Model::load(const LoadOptions& opts) {
   m->be_ = std::make_unique<CpuBackend>(
       CpuBackend::Options{n_threads, m->act_quant_fp8_, m->cfg_.quant.ue8m0, m->matmul_bf16_});
   const CpuBackend& be = *m->be_;
-  DSS_ASSIGN_OR_RETURN(
-      m->w_, load_weights(m->ck_, m->cfg_, convert ? &policy : nullptr, tile,
-                          convert_lm_head ? &lm_head_policy : nullptr, m->matmul_bf16_,
-                          [&be](size_t n) { return be.allocate(n, MemoryUse::kWeights); }));
+  DSS_ASSIGN_OR_RETURN(m->w_,
+                       load_weights(
+                           m->ck_, m->cfg_, convert ? &policy : nullptr, tile,
+                           convert_lm_head ? &lm_head_policy : nullptr, m->matmul_bf16_,
+                           [&be](size_t n) { return be.allocate(n, MemoryUse::kWeights); }, shard));
   return m;
 }
 
@@ -65,7 +73,9 @@ DType Model::default_kv_dtype() const {
   return cfg_.arch == ModelArch::kDeepseekV32 ? DType::kF8E4M3 : DType::kBF16;
 }
 
-Workspace Model::workspace(const WorkspaceLimits& limits) const {
+Workspace Model::workspace(const WorkspaceLimits& limits_in) const {
+  WorkspaceLimits limits = limits_in;
+  limits.tp_size = shard_.size;
   return Workspace(
       cfg_, limits,
       be_->allocate(Workspace::activation_bytes(cfg_, limits), MemoryUse::kActivations),
@@ -79,11 +89,33 @@ KvCache Model::make_kv_cache(const KvLayout& layout, int32_t n_pages) const {
 
 void Model::forward(const ForwardBatch& b, KvCache& kv, Workspace& ws, float* logits,
                     AttnPath path) const {
-  forward_on(*be_, b, kv, ws, logits, path);
+  if (tp_group_ != nullptr) {
+    forward_on(*be_, *tp_group_, b, kv, ws, logits, path);
+  } else {
+    LocalComm alone;
+    forward_on(*be_, alone, b, kv, ws, logits, path);
+  }
 }
 
-template <ModelBackend B>
-void Model::forward_on(const B& be, const ForwardBatch& b, KvCache& kv, Workspace& ws,
+// logits [n_rows, n_vocab] from every rank's [n_rows, n_vocab / size] slice: one allgather into
+// [size, n_rows, n_vocab / size], then each rank's columns to their place.
+template <Communicator C>
+void Model::gather_logits(C& comm, int32_t n_rows, const Workspace& ws, float* logits) const {
+  const int64_t V = cfg_.n_vocab, Vs = V / shard_.size;
+  const auto n = static_cast<size_t>(n_rows * Vs);
+  comm.allgather(std::span<const float>(ws.logit_shard.data(), n),
+                 ws.logit_gather.first(n * static_cast<size_t>(shard_.size)));
+  for (int32_t r = 0; r < shard_.size; ++r) {
+    for (int32_t j = 0; j < n_rows; ++j) {
+      const float* src =
+          ws.logit_gather.data() + static_cast<size_t>(r) * n + static_cast<size_t>(j * Vs);
+      std::copy(src, src + Vs, logits + j * V + r * Vs);
+    }
+  }
+}
+
+template <ModelBackend B, Communicator C>
+void Model::forward_on(const B& be, C& comm, const ForwardBatch& b, KvCache& kv, Workspace& ws,
                        float* logits, AttnPath path) const {
   const ModelConfig& c = cfg_;
   const int32_t T = b.n_tokens();
@@ -96,7 +128,17 @@ void Model::forward_on(const B& be, const ForwardBatch& b, KvCache& kv, Workspac
   DSS_CHECK(!act_quant_fp8_ || ws.limits.act_quant, "W8A8 model needs WorkspaceLimits::act_quant");
   const PhaseVariantScope phase_variant_scope;  // after the kForward scope closes: next variant
   DSS_PHASE_SCOPE(kForward);
-  embed_forward(be, w_, b, ws);
+  // A tensor-parallel rank's embedding, attention and FFN give partial sums (shard.h): summed
+  // over the group here, the one place that composes the blocks.
+  const bool tp = shard_.sharded();
+  auto sum_rows = [&](std::span<float> x) {
+    if (tp) {
+      DSS_PHASE_SCOPE(kCollective);
+      comm.allreduce_sum(x.first(static_cast<size_t>(T * d)));
+    }
+  };
+  embed_forward(be, c, w_, b, ws);
+  sum_rows(ws.h);
   if (ws.trace != nullptr) {
     ws.trace->experts.assign(static_cast<size_t>(c.n_layers), {});
     ws.trace->index_sel.assign(static_cast<size_t>(c.n_layers), {});
@@ -108,6 +150,7 @@ void Model::forward_on(const B& be, const ForwardBatch& b, KvCache& kv, Workspac
       DSS_PHASE_SCOPE(kMla);
       mla_forward(be, c, rope_, L.mla, i, b, kv, ws, path);  // xn -> tmp
     }
+    sum_rows(ws.tmp);
     be.add_rows(ws.tmp.data(), T * d, ws.h.data());
     be.rmsnorm_rows(ws.h.data(), L.ffn_norm, T, d, c.rms_eps, ws.xn.data());
     if (L.is_moe) {
@@ -117,9 +160,16 @@ void Model::forward_on(const B& be, const ForwardBatch& b, KvCache& kv, Workspac
       DSS_PHASE_SCOPE(kDenseFfn);
       mlp_forward(be, L.dense, T, ws);  // xn -> tmp
     }
+    sum_rows(ws.tmp);
     be.add_rows(ws.tmp.data(), T * d, ws.h.data());
   }
-  head_forward(be, c, w_, b, ws, logits);
+  if (!tp) {
+    head_forward(be, c, w_, b, ws, logits);
+    return;
+  }
+  head_forward(be, c, w_, b, ws, ws.logit_shard.data());
+  DSS_PHASE_SCOPE(kCollective);
+  gather_logits(comm, static_cast<int32_t>(b.logit_rows.size()), ws, logits);
 }
 
 }  // namespace dss

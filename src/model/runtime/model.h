@@ -15,6 +15,7 @@
 #include "backend/cpu/cpu_backend.h"
 #include "base/status.h"
 #include "core/forward_batch.h"
+#include "dist/mpi_comm.h"
 #include "io/checkpoint.h"
 #include "io/model_config.h"
 #include "kv/kv_cache.h"
@@ -28,7 +29,12 @@ namespace dss {
 
 class Model {
  public:
-  static Result<std::unique_ptr<Model>> load(const LoadOptions& opts);
+  // tp_group (not null, size > 1): this process is rank tp_group->rank() of a tensor-parallel
+  // group (model/deepseek/shard.h says what each rank holds); every rank of the group must load
+  // the same checkpoint with the same options and then call forward with the same batches in
+  // the same order (the forward pass sums partial results and gathers logits over the group).
+  // The group must outlive the model.
+  static Result<std::unique_ptr<Model>> load(const LoadOptions& opts, MpiComm* tp_group = nullptr);
 
   const ModelConfig& config() const { return cfg_; }
   const ModelWeights& weights() const { return w_; }
@@ -48,21 +54,27 @@ class Model {
   // A KV pool of n_pages pages of `layout` in the backend's memory (resident from the start).
   KvCache make_kv_cache(const KvLayout& layout, int32_t n_pages) const;
 
-  // logits: [batch.logit_rows.size(), n_vocab] f32.
+  const ShardSpec& shard() const { return shard_; }
+
+  // logits: [batch.logit_rows.size(), n_vocab] f32 (on every rank of a tensor-parallel group).
   void forward(const ForwardBatch& batch, KvCache& kv, Workspace& ws, float* logits,
                AttnPath path = AttnPath::kAuto) const;
 
  private:
   Model(ModelConfig cfg, Checkpoint ck) : cfg_(std::move(cfg)), ck_(std::move(ck)), rope_(cfg_) {}
-  template <ModelBackend B>
-  void forward_on(const B& be, const ForwardBatch& batch, KvCache& kv, Workspace& ws, float* logits,
-                  AttnPath path) const;
+  template <ModelBackend B, Communicator C>
+  void forward_on(const B& be, C& comm, const ForwardBatch& batch, KvCache& kv, Workspace& ws,
+                  float* logits, AttnPath path) const;
+  template <Communicator C>
+  void gather_logits(C& comm, int32_t n_rows, const Workspace& ws, float* logits) const;
 
   ModelConfig cfg_;
   Checkpoint ck_;
   ModelWeights w_;
   RopeTable rope_;
   std::unique_ptr<CpuBackend> be_;
+  ShardSpec shard_;
+  MpiComm* tp_group_ = nullptr;
   bool act_quant_fp8_ = false;
   bool matmul_bf16_ = false;
 };

@@ -1,0 +1,53 @@
+#include "apps/dsserve/parallel_flags.h"
+
+#include <cstdlib>
+#include <string>
+
+namespace dss::app {
+
+void add_parallel_flags(CLI::App* cmd, ParallelArgs& a) {
+  cmd->add_option("--tp-size", a.tp_size,
+                  "Tensor-parallel ranks (launch with mpirun -np N): MLA heads, dense FFN and "
+                  "shared-expert rows, vocabulary split across them")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  cmd->add_option("--ep-size,--expert-parallel-size", a.ep_size,
+                  "Expert-parallel ranks: 1 (every expert's rows split over --tp-size) or equal "
+                  "to --tp-size (the routed experts partitioned)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  cmd->add_option("--dp-size", a.dp_size, "Data-parallel replicas (only 1 so far)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  cmd->add_flag("--enable-dp-attention", a.enable_dp_attention,
+                "DP attention groups with expert-parallel MoE (not supported yet)");
+}
+
+Result<ParallelRun> start_parallel(const ParallelArgs& a) {
+  if (a.ep_size != 1 && a.ep_size != a.tp_size) {
+    return Status::error("--ep-size ", a.ep_size, ": must be 1 or equal to --tp-size (", a.tp_size,
+                         ")");
+  }
+  if (a.dp_size != 1 || a.enable_dp_attention)
+    return Status::error("--dp-size / --enable-dp-attention: not supported yet (use --tp-size)");
+  const int32_t world = a.tp_size * a.dp_size;
+  // OpenMPI's mpirun sets this in every rank's environment.
+  const char* launched = std::getenv("OMPI_COMM_WORLD_SIZE");
+  if (launched != nullptr && std::atoi(launched) != world) {
+    return Status::error("mpirun started ", launched, " ranks but --tp-size ", a.tp_size,
+                         " x --dp-size ", a.dp_size, " needs ", world);
+  }
+  ParallelRun run;
+  if (world == 1) return run;
+  if (launched == nullptr) {
+    return Status::error("--tp-size ", a.tp_size, ": start with mpirun -np ", world,
+                         " (one process per rank)");
+  }
+  DSS_ASSIGN_OR_RETURN(run.runtime,
+                       MpiRuntime::start(nullptr, nullptr, MpiThreadLevel::kSerialized));
+  DSS_ASSIGN_OR_RETURN(MpiComm w, run.runtime->world(world));
+  run.world.emplace(std::move(w));
+  return run;
+}
+
+}  // namespace dss::app

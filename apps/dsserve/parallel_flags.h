@@ -1,0 +1,39 @@
+// Parallelism flags (SGLang's names and meanings) and the MPI start-up they imply, for every
+// command that runs the model: `mpirun -np N dsserve <cmd> --tp-size T [--ep-size T]`.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <memory>
+#include <optional>
+
+#include "base/status.h"
+#include "dist/mpi_comm.h"
+
+namespace dss::app {
+
+struct ParallelArgs {
+  int32_t tp_size = 1;  // --tp-size: ranks of the tensor-parallel group (heads, FFN rows, vocab)
+  int32_t ep_size = 1;  // --ep-size / --expert-parallel-size: 1 or tp_size (experts partitioned)
+  int32_t dp_size = 1;  // --dp-size: data-parallel replicas / attention groups (not yet: 1)
+  bool enable_dp_attention = false;
+};
+
+void add_parallel_flags(CLI::App* cmd, ParallelArgs& a);
+
+// The MPI world of a parallel run: held for the whole command (MPI_Finalize at destruction,
+// after every communicator made from it).
+struct ParallelRun {
+  std::unique_ptr<MpiRuntime> runtime;
+  std::optional<MpiComm> world;  // the tensor-parallel group (the whole world today)
+  int rank() const { return world ? world->rank() : 0; }
+  MpiComm* tp_group() { return world ? &*world : nullptr; }
+};
+
+// Checks the flags against each other and against the launch, and starts MPI when the run is
+// parallel (--tp-size > 1). Errors name the flag: --ep-size other than 1 or --tp-size, --dp-size
+// or --enable-dp-attention (not supported yet), a world from mpirun whose size is not the flags'
+// (detected from OpenMPI's environment without starting MPI for a single-process run).
+Result<ParallelRun> start_parallel(const ParallelArgs& a);
+
+}  // namespace dss::app

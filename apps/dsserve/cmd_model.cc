@@ -11,6 +11,7 @@
 #include "apps/dsserve/init_model.h"
 #include "apps/dsserve/parallel_flags.h"
 #include "base/clock.h"
+#include "base/process_memory.h"
 #include "io/json.h"
 #include "model/runtime/logits_probe.h"
 #include "model/runtime/model.h"
@@ -74,6 +75,14 @@ int run_logits(const LogitsArgs& a) {
     return 1;
   }
   const double t_load = now_seconds() - t0;
+  int64_t weight_bytes = 0;  // the weights this rank holds (its shard), as loaded
+  for (const auto& [dtype, n] : (*model)->weights().bytes_by_dtype) weight_bytes += n;
+  const int64_t rss_bytes = resident_bytes();
+  if (par->rank() != 0) {
+    std::fprintf(stderr, "dsserve logits: rank %d: weights %lld bytes, resident %lld bytes\n",
+                 par->rank(), static_cast<long long>(weight_bytes),
+                 static_cast<long long>(rss_bytes));
+  }
   const ModelConfig& c = (*model)->config();
   for (TokenId id : *ids) {
     if (id >= c.n_vocab) {
@@ -97,6 +106,7 @@ int run_logits(const LogitsArgs& a) {
   out["last_logits"] = p.last_logits;
   out["greedy"] = p.greedy;
   out["timing"] = {{"load_s", t_load}, {"prefill_s", p.prefill_s}, {"total_s", p.total_s}};
+  out["memory"] = {{"weight_bytes", weight_bytes}, {"rss_after_load_bytes", rss_bytes}};
   if (par->rank() == 0) std::cout << out.dump() << "\n";  // one result, from rank 0
   return 0;
 }

@@ -55,6 +55,38 @@ int64_t mem_available_bytes() {
   return int64_t{4} << 30;
 }
 
+// Pages of the KV pool: --max-total-tokens, else the --kv-cache-memory / --kv-cache-fraction
+// budget (capped by what every running request at full length can use); an error when a request
+// of the whole context could not fit.
+Result<int64_t> kv_pool_pages(const EngineOptions& o, const KvLayout& layout,
+                              int32_t context_length) {
+  const auto bytes_per_page = static_cast<int64_t>(layout.bytes_per_page());
+  int64_t n_pages = 0;
+  if (o.max_total_tokens > 0) {
+    n_pages = (o.max_total_tokens + o.page_size - 1) / o.page_size;
+  } else {
+    const int64_t budget = o.kv_cache_memory_bytes > 0
+                               ? o.kv_cache_memory_bytes
+                               : static_cast<int64_t>(o.kv_cache_fraction *
+                                                      static_cast<double>(mem_available_bytes()));
+    n_pages = budget / bytes_per_page;
+    if (o.kv_cache_memory_bytes ==
+        0) {  // no point holding more than every running request at full length
+      const int64_t useful = static_cast<int64_t>(o.max_running_requests) *
+                             ((context_length + o.page_size - 1) / o.page_size);
+      n_pages = std::min(n_pages, useful);
+    }
+  }
+  if (n_pages * o.page_size < context_length) {
+    return Status::error(
+        "the KV cache holds ", n_pages * o.page_size, " tokens, less than --context-length ",
+        context_length,
+        " (raise --kv-cache-memory / --max-total-tokens or lower --context-length)");
+  }
+  if (n_pages > INT32_MAX / o.page_size) return Status::error("KV cache too large");
+  return n_pages;
+}
+
 }  // namespace
 
 struct Engine::Impl {
@@ -139,30 +171,7 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& o, MpiComm* 
                          "'");
   }
   const KvLayout layout = impl->model->kv_layout(o.page_size, kv_dtype);
-  const auto bytes_per_page = static_cast<int64_t>(layout.bytes_per_page());
-  int64_t n_pages = 0;
-  if (o.max_total_tokens > 0) {
-    n_pages = (o.max_total_tokens + o.page_size - 1) / o.page_size;
-  } else {
-    const int64_t budget = o.kv_cache_memory_bytes > 0
-                               ? o.kv_cache_memory_bytes
-                               : static_cast<int64_t>(o.kv_cache_fraction *
-                                                      static_cast<double>(mem_available_bytes()));
-    n_pages = budget / bytes_per_page;
-    if (o.kv_cache_memory_bytes ==
-        0) {  // no point holding more than every running request at full length
-      const int64_t useful = static_cast<int64_t>(o.max_running_requests) *
-                             ((impl->context_length + o.page_size - 1) / o.page_size);
-      n_pages = std::min(n_pages, useful);
-    }
-  }
-  if (n_pages * o.page_size < impl->context_length) {
-    return Status::error(
-        "the KV cache holds ", n_pages * o.page_size, " tokens, less than --context-length ",
-        impl->context_length,
-        " (raise --kv-cache-memory / --max-total-tokens or lower --context-length)");
-  }
-  if (n_pages > INT32_MAX / o.page_size) return Status::error("KV cache too large");
+  DSS_ASSIGN_OR_RETURN(int64_t n_pages, kv_pool_pages(o, layout, impl->context_length));
   if (impl->tp_group != nullptr) {  // rank 0's pool size (its memory), so slots mean the same
     impl->tp_group->broadcast(std::span<int64_t>(&n_pages, 1), 0);
   }
@@ -194,7 +203,8 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& o, MpiComm* 
   log_info("engine: ", model_arch_name(c.arch), ", context ", impl->context_length, ", KV pool (",
            kv_dtype_name(kv_dtype), ", ", layout.bytes_per_token(), " bytes/token) ", n_pages,
            " pages x ", o.page_size, " tokens (",
-           static_cast<double>(n_pages * bytes_per_page) / (1 << 20), " MiB)");
+           static_cast<double>(n_pages * static_cast<int64_t>(layout.bytes_per_page())) / (1 << 20),
+           " MiB)");
   if (impl->tp_group != nullptr) {
     const int32_t max_seqs = o.max_running_requests + 1;
     const int32_t max_pages = (impl->context_length + o.page_size - 1) / o.page_size + 1;

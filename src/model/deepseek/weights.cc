@@ -364,6 +364,83 @@ void pack_into_arena(ModelWeights& w, const WeightAllocator& allocate) {
   malloc_trim(0);
 }
 
+// One layer's attention (prefix "model.layers.N.self_attn"): this shard's heads of q_b, kv_b and
+// o, W_UK^T derived from them (into `owned`), the rest whole.
+Status load_mla(Loader& ld, const ModelConfig& c, const std::string& sa, const ShardSpec& shard,
+                bool tile, std::vector<OwnedMatrix>& owned, MlaWeights& a) {
+  const int64_t H = c.n_heads / shard.size, h0 = shard.begin(c.n_heads);
+  const Part q_heads{h0 * c.d_qk(), (h0 + H) * c.d_qk(), 0, -1};
+  const Part kv_heads{h0 * (c.d_nope + c.d_v), (h0 + H) * (c.d_nope + c.d_v), 0, -1};
+  const Part o_heads{0, -1, h0 * c.d_v, (h0 + H) * c.d_v};
+  DSS_ASSIGN_OR_RETURN(a.q_a, ld.matrix(sa + ".q_a_proj.weight", c.q_lora_rank, c.d_model));
+  DSS_ASSIGN_OR_RETURN(a.q_a_norm, ld.vector(sa + ".q_a_layernorm.weight", c.q_lora_rank));
+  a.n_heads = static_cast<int32_t>(H);
+  DSS_ASSIGN_OR_RETURN(a.q_b, ld.matrix(sa + ".q_b_proj.weight", c.n_heads * c.d_qk(),
+                                        c.q_lora_rank, true, q_heads));
+  DSS_ASSIGN_OR_RETURN(
+      a.kv_a, ld.matrix(sa + ".kv_a_proj_with_mqa.weight", c.kv_lora_rank + c.d_rope, c.d_model));
+  DSS_ASSIGN_OR_RETURN(a.kv_a_norm, ld.vector(sa + ".kv_a_layernorm.weight", c.kv_lora_rank));
+  DSS_ASSIGN_OR_RETURN(a.kv_b, ld.matrix(sa + ".kv_b_proj.weight", c.n_heads * (c.d_nope + c.d_v),
+                                         c.kv_lora_rank, true, kv_heads));
+  DSS_ASSIGN_OR_RETURN(
+      a.o, ld.matrix(sa + ".o_proj.weight", c.d_model, c.n_heads * c.d_v, true, o_heads));
+  owned.push_back(transpose_uk(a.kv_b, H, c.d_nope, c.d_v));
+  a.w_uk_t = owned.back().view();
+  if (tile && can_tile(a.w_uk_t)) {
+    owned.push_back(tile_matrix(a.w_uk_t));
+    a.w_uk_t = owned.back().view();
+  }
+  if (c.arch == ModelArch::kDeepseekV32) {
+    const std::string ix = sa + ".indexer";
+    IndexerWeights& iw = a.indexer;
+    a.has_indexer = true;
+    DSS_ASSIGN_OR_RETURN(
+        iw.wq_b,
+        ld.matrix(ix + ".wq_b.weight", static_cast<int64_t>(c.index_n_heads) * c.index_head_dim,
+                  c.q_lora_rank));
+    DSS_ASSIGN_OR_RETURN(iw.wk, ld.matrix(ix + ".wk.weight", c.index_head_dim, c.d_model));
+    DSS_ASSIGN_OR_RETURN(iw.weights_proj,
+                         ld.matrix(ix + ".weights_proj.weight", c.index_n_heads, c.d_model));
+    DSS_ASSIGN_OR_RETURN(Vector kw, ld.vector(ix + ".k_norm.weight", c.index_head_dim));
+    DSS_ASSIGN_OR_RETURN(Vector kb, ld.vector(ix + ".k_norm.bias", c.index_head_dim));
+    for (int64_t j = 0; j < c.index_head_dim; ++j) {
+      iw.k_norm_w.push_back(kw.at(j));
+      iw.k_norm_b.push_back(kb.at(j));
+    }
+  }
+  return Status::ok();
+}
+
+// One MoE layer (prefix "model.layers.N.mlp"): the router whole; the routed experts this shard
+// holds (expert parallel: whole experts [e0, e1), the others left empty; else every expert's rows
+// split); the shared expert's rows split.
+Status load_moe(Loader& ld, const ModelConfig& c, const std::string& mlp, const ShardSpec& shard,
+                MoeWeights& m) {
+  const int64_t e0 = shard.expert_parallel ? shard.begin(c.n_experts) : 0;
+  const int64_t e1 = shard.expert_parallel ? shard.end(c.n_experts) : c.n_experts;
+  const ShardSpec expert_split = shard.expert_parallel ? ShardSpec{} : shard;
+  DSS_ASSIGN_OR_RETURN(m.router, ld.matrix(mlp + ".gate.weight", c.n_experts, c.d_model));
+  const std::string bname = mlp + ".gate.e_score_correction_bias";
+  DSS_ASSIGN_OR_RETURN(Vector bias, ld.vector(bname, c.n_experts));
+  m.router_bias.resize(static_cast<size_t>(c.n_experts));
+  for (int64_t e = 0; e < c.n_experts; ++e) m.router_bias[static_cast<size_t>(e)] = bias.at(e);
+  m.experts.resize(static_cast<size_t>(c.n_experts));  // EP: empty outside [e0, e1)
+  m.expert_begin = static_cast<int32_t>(e0);
+  m.expert_end = static_cast<int32_t>(e1);
+  for (int64_t e = e0; e < e1; ++e) {
+    DSS_ASSIGN_OR_RETURN(
+        m.experts[static_cast<size_t>(e)],
+        ld.ffn(mlp + ".experts." + std::to_string(e), c.d_model, c.d_ff_expert, expert_split));
+  }
+  if (c.n_shared_experts > 0) {
+    m.has_shared = true;
+    DSS_ASSIGN_OR_RETURN(m.shared,
+                         ld.ffn(mlp + ".shared_experts", c.d_model,
+                                static_cast<int64_t>(c.n_shared_experts) * c.d_ff_expert, shard));
+  }
+  return Status::ok();
+}
+
 }  // namespace
 
 Result<ModelWeights> load_weights(const Checkpoint& ck, const ModelConfig& c,
@@ -384,80 +461,17 @@ Result<ModelWeights> load_weights(const Checkpoint& ck, const ModelConfig& c,
         ck.dir(),
         ": tensor 'model.embed_tokens.weight' is F8_E4M3; embeddings must be BF16, F16 or F32");
   }
-  const int64_t H = c.n_heads / shard.size, h0 = shard.begin(c.n_heads);
-  const Part q_heads{h0 * c.d_qk(), (h0 + H) * c.d_qk(), 0, -1};
-  const Part kv_heads{h0 * (c.d_nope + c.d_v), (h0 + H) * (c.d_nope + c.d_v), 0, -1};
-  const Part o_heads{0, -1, h0 * c.d_v, (h0 + H) * c.d_v};
-  const int64_t e0 = shard.expert_parallel ? shard.begin(c.n_experts) : 0;
-  const int64_t e1 = shard.expert_parallel ? shard.end(c.n_experts) : c.n_experts;
-  const ShardSpec expert_split = shard.expert_parallel ? ShardSpec{} : shard;
   for (int32_t i = 0; i < c.n_layers; ++i) {
     const std::string p = "model.layers." + std::to_string(i);
     LayerWeights L;
     DSS_ASSIGN_OR_RETURN(L.attn_norm, ld.vector(p + ".input_layernorm.weight", c.d_model));
     DSS_ASSIGN_OR_RETURN(L.ffn_norm, ld.vector(p + ".post_attention_layernorm.weight", c.d_model));
-    MlaWeights& a = L.mla;
-    const std::string sa = p + ".self_attn";
-    DSS_ASSIGN_OR_RETURN(a.q_a, ld.matrix(sa + ".q_a_proj.weight", c.q_lora_rank, c.d_model));
-    DSS_ASSIGN_OR_RETURN(a.q_a_norm, ld.vector(sa + ".q_a_layernorm.weight", c.q_lora_rank));
-    a.n_heads = static_cast<int32_t>(H);
-    DSS_ASSIGN_OR_RETURN(a.q_b, ld.matrix(sa + ".q_b_proj.weight", c.n_heads * c.d_qk(),
-                                          c.q_lora_rank, true, q_heads));
-    DSS_ASSIGN_OR_RETURN(
-        a.kv_a, ld.matrix(sa + ".kv_a_proj_with_mqa.weight", c.kv_lora_rank + c.d_rope, c.d_model));
-    DSS_ASSIGN_OR_RETURN(a.kv_a_norm, ld.vector(sa + ".kv_a_layernorm.weight", c.kv_lora_rank));
-    DSS_ASSIGN_OR_RETURN(a.kv_b, ld.matrix(sa + ".kv_b_proj.weight", c.n_heads * (c.d_nope + c.d_v),
-                                           c.kv_lora_rank, true, kv_heads));
-    DSS_ASSIGN_OR_RETURN(
-        a.o, ld.matrix(sa + ".o_proj.weight", c.d_model, c.n_heads * c.d_v, true, o_heads));
-    w.owned.push_back(transpose_uk(a.kv_b, H, c.d_nope, c.d_v));
-    a.w_uk_t = w.owned.back().view();
-    if (tile && can_tile(a.w_uk_t)) {
-      w.owned.push_back(tile_matrix(a.w_uk_t));
-      a.w_uk_t = w.owned.back().view();
-    }
-    if (c.arch == ModelArch::kDeepseekV32) {
-      const std::string ix = sa + ".indexer";
-      IndexerWeights& iw = a.indexer;
-      a.has_indexer = true;
-      DSS_ASSIGN_OR_RETURN(
-          iw.wq_b,
-          ld.matrix(ix + ".wq_b.weight", static_cast<int64_t>(c.index_n_heads) * c.index_head_dim,
-                    c.q_lora_rank));
-      DSS_ASSIGN_OR_RETURN(iw.wk, ld.matrix(ix + ".wk.weight", c.index_head_dim, c.d_model));
-      DSS_ASSIGN_OR_RETURN(iw.weights_proj,
-                           ld.matrix(ix + ".weights_proj.weight", c.index_n_heads, c.d_model));
-      DSS_ASSIGN_OR_RETURN(Vector kw, ld.vector(ix + ".k_norm.weight", c.index_head_dim));
-      DSS_ASSIGN_OR_RETURN(Vector kb, ld.vector(ix + ".k_norm.bias", c.index_head_dim));
-      for (int64_t j = 0; j < c.index_head_dim; ++j) {
-        iw.k_norm_w.push_back(kw.at(j));
-        iw.k_norm_b.push_back(kb.at(j));
-      }
-    }
+    DSS_RETURN_IF_ERROR(load_mla(ld, c, p + ".self_attn", shard, tile, w.owned, L.mla));
     L.is_moe = c.is_moe_layer(i);
     if (!L.is_moe) {
       DSS_ASSIGN_OR_RETURN(L.dense, ld.ffn(p + ".mlp", c.d_model, c.d_ff, shard));
     } else {
-      MoeWeights& m = L.moe;
-      DSS_ASSIGN_OR_RETURN(m.router, ld.matrix(p + ".mlp.gate.weight", c.n_experts, c.d_model));
-      const std::string bname = p + ".mlp.gate.e_score_correction_bias";
-      DSS_ASSIGN_OR_RETURN(Vector bias, ld.vector(bname, c.n_experts));
-      m.router_bias.resize(static_cast<size_t>(c.n_experts));
-      for (int64_t e = 0; e < c.n_experts; ++e) m.router_bias[static_cast<size_t>(e)] = bias.at(e);
-      m.experts.resize(static_cast<size_t>(c.n_experts));  // EP: empty outside [e0, e1)
-      m.expert_begin = static_cast<int32_t>(e0);
-      m.expert_end = static_cast<int32_t>(e1);
-      for (int64_t e = e0; e < e1; ++e) {
-        DSS_ASSIGN_OR_RETURN(m.experts[static_cast<size_t>(e)],
-                             ld.ffn(p + ".mlp.experts." + std::to_string(e), c.d_model,
-                                    c.d_ff_expert, expert_split));
-      }
-      if (c.n_shared_experts > 0) {
-        m.has_shared = true;
-        DSS_ASSIGN_OR_RETURN(
-            m.shared, ld.ffn(p + ".mlp.shared_experts", c.d_model,
-                             static_cast<int64_t>(c.n_shared_experts) * c.d_ff_expert, shard));
-      }
+      DSS_RETURN_IF_ERROR(load_moe(ld, c, p + ".mlp", shard, L.moe));
     }
     w.layers.push_back(std::move(L));
   }

@@ -1,0 +1,24 @@
+// GBNF (llama.cpp's grammar format) -> grammar IR.
+//
+//   root   ::= item ("," ws item)*      # the rule named "root" is the start
+//   item   ::= "lit\n" | [a-z0-9_] | [^"\\] | . | name | ( ... ) | x* | x+ | x? | x{m} | x{m,n}
+//
+// Literals and classes are over code points (UTF-8 text; escapes \n \r \t \\ \" \[ \] \xHH
+// \uHHHH \UHHHHHHHH); '.' is any code point. A rule's alternatives may continue on the next line
+// after '|' or inside parentheses; '#' starts a comment. Errors name the line and column
+// ("gbnf: 3:14: undefined rule 'valu'"). Left-recursive rules are rejected (bnf.h).
+// Not supported yet: token references (<[id]>, <name>).
+#pragma once
+
+#include <string_view>
+
+#include "base/status.h"
+#include "grammar/expr.h"
+
+namespace dss::grammar {
+
+inline constexpr int32_t kMaxGbnfRepeat = 1000;
+
+Result<GrammarIr> parse_gbnf(std::string_view text);
+
+}  // namespace dss::grammar

@@ -5,6 +5,7 @@
 
 #include "apps/dsserve/commands.h"
 #include "apps/dsserve/engine_flags.h"
+#include "apps/dsserve/parallel_flags.h"
 #include "base/phase_timer.h"
 #include "model/runtime/model.h"
 #include "perf/bench_model.h"
@@ -13,13 +14,30 @@ namespace dss::app {
 
 namespace {
 
+ParallelArgs& parallel_args() {
+  static ParallelArgs p;
+  return p;
+}
+
+// Under mpirun (--tp-size T) every rank runs the same measurements in lockstep (the forwards'
+// collectives pair up); rank 0 alone prints them. The figures are per rank of the group: the
+// weight-byte bounds still count the whole model.
 int run_bench_model_cmd(const perf::BenchModelOptions& a) {
   if (Status s = perf::validate(a); !s) {
     std::fprintf(stderr, "dsserve bench-model: %s\n", s.message().c_str());
     return 2;
   }
-  auto loaded = Model::load(LoadOptions{a.model, a.n_threads, a.weight_dtype, ActQuant::kNone,
-                                        a.weight_layout, a.lm_head_dtype, a.matmul_dtype});
+  const ParallelArgs& pa = parallel_args();
+  Result<ParallelRun> par = start_parallel(pa);
+  if (!par) {
+    std::fprintf(stderr, "dsserve bench-model: %s\n", par.message().c_str());
+    return 2;
+  }
+  if (par->rank() != 0 && std::freopen("/dev/null", "w", stdout) == nullptr) return 1;
+  auto loaded =
+      Model::load(LoadOptions{a.model, a.n_threads, a.weight_dtype, ActQuant::kNone,
+                              a.weight_layout, a.lm_head_dtype, a.matmul_dtype, pa.ep_size > 1},
+                  par->tp_group());
   if (!loaded) {
     std::fprintf(stderr, "dsserve bench-model: %s\n", loaded.message().c_str());
     return 1;
@@ -86,6 +104,7 @@ void register_bench_model_command(CLI::App& app) {
                   "--phase-times)")
       ->check(CLI::Range(1, kMaxPhaseVariants))
       ->capture_default_str();
+  add_parallel_flags(cmd, parallel_args());
   cmd->callback([a] { exit_code = run_bench_model_cmd(*a); });
 }
 

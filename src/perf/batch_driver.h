@@ -36,6 +36,8 @@ class BatchDriver {
   int32_t n_seqs() const { return n_seqs_; }
   // Workspace::routed_expert_reads of every step so far (fill_synthetic runs none).
   int64_t routed_expert_reads() const { return ws_.routed_expert_reads; }
+  // Workspace::collective_bytes of every step so far (tensor parallel; 0 otherwise).
+  int64_t collective_bytes() const { return ws_.collective_bytes; }
 
  private:
   const Model& model_;

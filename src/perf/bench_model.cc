@@ -37,6 +37,10 @@ void describe_run(State& s) {
               {"model", cpu.model},      {"stepping", cpu.stepping}, {"target", cpu.target},
               {"bf16_dot", cpu.bf16_dot}};
   j["threads"] = s.m.n_threads();
+  if (s.m.shard().sharded()) {
+    j["tp_size"] = s.m.shard().size;
+    j["expert_parallel"] = s.m.shard().expert_parallel;
+  }
   j["repetitions"] = a.repetitions;
   j["weight_dtype"] =
       a.weight_dtype == WeightDType::kAsStored ? "stored" : to_string(a.weight_dtype);
@@ -103,9 +107,9 @@ void run_decode_tests(State& s, Rng& rng) {
   OrderedJson& j = s.j;
   for (int32_t b : a.context_only ? std::vector<int32_t>{} : a.decode_batch) {
     progress("bench-model: tg%d batch %d\n", a.decode_tokens, b);
-    double reads = 0;
+    double reads = 0, collective_bytes = 0;
     const std::vector<double> tok_s =
-        bench_decode(s.m, a, b, rng, b == 1 ? &s.bw_bs1 : nullptr, &reads);
+        bench_decode(s.m, a, b, rng, b == 1 ? &s.bw_bs1 : nullptr, &reads, &collective_bytes);
     const Stat st = stat_of(tok_s);
     std::erase_if(s.batch_rows, [&](const BatchRow& r) { return r.b == b; });
     s.batch_rows.push_back({b, st.mean, reads, s.bytes.step_bytes(reads), 0,
@@ -119,6 +123,8 @@ void run_decode_tests(State& s, Rng& rng) {
     s.rows.emplace_back(str_cat("tg", a.decode_tokens, " bs", b), st);
     j[str_cat("decode_bs", b, "_tok_s")] = st.mean;
     j[str_cat("decode_bs", b, "_tok_s_stddev")] = st.stddev;
+    if (s.m.shard().sharded())
+      j[str_cat("decode_bs", b, "_collective_bytes_per_step")] = collective_bytes;
   }
 }
 

@@ -55,20 +55,21 @@ std::vector<double> bench_prefill(const Model& m, const BenchModelOptions& a, in
 }
 
 std::vector<double> bench_decode(const Model& m, const BenchModelOptions& a, int32_t b, Rng& rng,
-                                 std::vector<double>* bw_gbps, double* routed_reads_per_step) {
+                                 std::vector<double>* bw_gbps, double* routed_reads_per_step,
+                                 double* collective_bytes_per_step) {
   const int32_t T = a.decode_tokens;
   BatchDriver d(m, b, T, 1, a.page_size, kv_dtype_of(m, a));
   const std::vector<TokenId> ids =
       random_ids(rng, static_cast<size_t>(b) * T, m.config().n_vocab);  // [T, b]
   std::vector<double> tok_s;
-  int64_t reads = 0, steps = 0;
+  int64_t reads = 0, steps = 0, coll = 0;
   if (bw_gbps != nullptr) bw_gbps->clear();
   for (int32_t rep = -1; rep < a.repetitions; ++rep) {
     d.truncate(0);
     const int32_t n_steps = rep < 0 ? std::min(T, 4) : T;  // warm-up: a few steps
     if (rep >= 0 && bw_gbps != nullptr)
       bw_gbps->push_back(measure_read_gbps(a.bandwidth_mib, m.n_threads()));
-    const int64_t reads0 = d.routed_expert_reads();
+    const int64_t reads0 = d.routed_expert_reads(), coll0 = d.collective_bytes();
     start_repetition_phases(rep);
     const double t0 = now_seconds();
     for (int32_t i = 0; i < n_steps; ++i)
@@ -77,10 +78,14 @@ std::vector<double> bench_decode(const Model& m, const BenchModelOptions& a, int
     if (rep >= 0) {
       tok_s.push_back(static_cast<double>(b) * T / s);
       reads += d.routed_expert_reads() - reads0;
+      coll += d.collective_bytes() - coll0;
       steps += n_steps;
     }
   }
   *routed_reads_per_step = steps > 0 ? static_cast<double>(reads) / static_cast<double>(steps) : 0;
+  if (collective_bytes_per_step != nullptr)
+    *collective_bytes_per_step =
+        steps > 0 ? static_cast<double>(coll) / static_cast<double>(steps) : 0;
   if (bw_gbps != nullptr) bw_gbps->push_back(measure_read_gbps(a.bandwidth_mib, m.n_threads()));
   return tok_s;
 }

@@ -31,9 +31,12 @@ std::vector<double> bench_prefill(const Model& m, const BenchModelOptions& a, in
 // measured repetition and once after the last (repetitions + 1 samples: repetition i between
 // samples i and i + 1; each sample streams a --bandwidth-mib buffer, so a repetition starts with
 // cold caches). *routed_reads_per_step: the routed experts a measured step read, summed over the
-// MoE layers (Workspace::routed_expert_reads), mean over the measured steps.
+// MoE layers (Workspace::routed_expert_reads), mean over the measured steps;
+// *collective_bytes_per_step (when given): the bytes a measured step handed to the tensor-parallel
+// collectives (Workspace::collective_bytes), mean over the measured steps.
 std::vector<double> bench_decode(const Model& m, const BenchModelOptions& a, int32_t b, Rng& rng,
-                                 std::vector<double>* bw_gbps, double* routed_reads_per_step);
+                                 std::vector<double>* bw_gbps, double* routed_reads_per_step,
+                                 double* collective_bytes_per_step = nullptr);
 
 struct ContextResult {
   double prefill_s = 0;

@@ -62,6 +62,9 @@ struct Workspace {
   // construction (callers take differences): `dsserve bench-model`'s weight bytes per decode step
   // at batch > 1.
   int64_t routed_expert_reads = 0;
+  // Tensor parallel: bytes this rank handed to the group's collectives (each allreduce's and the
+  // logit allgather's payload), summed over every forward since construction.
+  int64_t collective_bytes = 0;
 };
 
 }  // namespace dss

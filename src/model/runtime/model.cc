@@ -135,6 +135,7 @@ void Model::forward_on(const B& be, C& comm, const ForwardBatch& b, KvCache& kv,
     if (tp) {
       DSS_PHASE_SCOPE(kCollective);
       comm.allreduce_sum(x.first(static_cast<size_t>(T * d)));
+      ws.collective_bytes += T * d * static_cast<int64_t>(sizeof(float));
     }
   };
   embed_forward(be, c, w_, b, ws);
@@ -170,6 +171,8 @@ void Model::forward_on(const B& be, C& comm, const ForwardBatch& b, KvCache& kv,
   head_forward(be, c, w_, b, ws, ws.logit_shard.data());
   DSS_PHASE_SCOPE(kCollective);
   gather_logits(comm, static_cast<int32_t>(b.logit_rows.size()), ws, logits);
+  ws.collective_bytes += static_cast<int64_t>(b.logit_rows.size()) * (c.n_vocab / shard_.size) *
+                         static_cast<int64_t>(sizeof(float));
 }
 
 }  // namespace dss

@@ -10,6 +10,7 @@
 #include <boost/beast/http.hpp>
 #include <cerrno>
 #include <chrono>
+#include <cmath>
 #include <list>
 #include <mutex>
 #include <optional>
@@ -107,6 +108,14 @@ class Session : public std::enable_shared_from_this<Session> {
     res->set(http::field::server, "dsserve");
     res->set(http::field::content_type, content_type);
     res->keep_alive(keep_alive_);
+    // The idle limit of a kept-alive connection (--header-timeout), so a client stops reusing it
+    // before the server closes it: without the hint, a client that sends on a connection just as
+    // the server's idle timer closes it sees "other side closed" (Node's undici reuses a
+    // connection for up to its hint minus 1 s; it otherwise assumes 4 s).
+    if (keep_alive_) {
+      const auto idle_s = static_cast<long long>(std::max(1.0, std::floor(opts_.header_timeout_s)));
+      res->set(http::field::keep_alive, "timeout=" + std::to_string(idle_s));
+    }
     res->body() = std::move(body);
     res->prepare_payload();
     http::async_write(stream_, *res,

@@ -21,6 +21,11 @@ AUTH=(-H "Authorization: Bearer test-key")
 echo "== OpenAI SDK"
 node "$ROOT/tests/server/e2e_sdk.mjs" "$BASE/v1" test-key tiny
 
+echo "== keep-alive idle limit announced (Keep-Alive: timeout = --header-timeout)"
+curl -si "${AUTH[@]}" "$BASE/v1/models" | tr -d '\r' | grep -qix 'keep-alive: timeout=2' \
+  || fail "no Keep-Alive: timeout=2 header"
+echo "ok   Keep-Alive: timeout=2"
+
 echo "== raw SSE framing (curl)"
 curl -sN -D "$WORK/sse_head" "${AUTH[@]}" "$BASE/v1/chat/completions" \
   -d '{"messages":[{"role":"user","content":"frame me"}],"max_tokens":6,"stream":true,"n":2,"stream_options":{"include_usage":true}}' \

@@ -34,11 +34,11 @@ ALLOWED = {
     "sample": {"base", "core"},
     "sched": {"base", "core", "kv"},
     "engine": {"model/runtime", "model/deepseek", "backend", "backend/cpu", "dist", "sched",
-               "sample", "kv", "base", "core", "io", "tensor"},
+               "sample", "grammar", "kv", "base", "core", "io", "tensor"},
     "text": {"base", "core", "io"},
     # Grammar-constrained decoding: below the engine, reads the tokenizer's vocabulary.
     "grammar": {"base", "core", "io", "text"},
-    "server": {"engine", "text", "sample", "base", "core", "io"},
+    "server": {"engine", "grammar", "text", "sample", "base", "core", "io"},
     # bench-model's measurement and cost model: above the model, below the apps.
     "perf": {"model/runtime", "model/deepseek", "backend", "backend/cpu", "kernels/cpu", "hwy",
              "engine", "kv", "base", "core", "io", "tensor"},

@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -12,9 +13,22 @@
 
 namespace dss {
 
+namespace grammar {
+class CompiledGrammar;  // grammar/compiled_grammar.h (the engine links dss_grammar)
+}
+
 struct GenerateRequest {
   std::vector<TokenId> prompt;  // rendered and encoded already (no second BOS)
   SamplingParams params;
+  // Structured output: when set, every generated token is one the grammar allows (the engine keeps
+  // one matcher per request and masks the logits before sampling); the request ends with kStop
+  // once the grammar is complete. Its vocabulary must be the model's. Null: unconstrained.
+  std::shared_ptr<grammar::CompiledGrammar> grammar;
+  // Thinking mode: the grammar applies only after the reasoning section, which ends at the first
+  // generated `reasoning_end_token` (when >= 0) or at the first occurrence of the bytes
+  // `reasoning_end_text` in the output (when non-empty). Before that, any token but EOS.
+  TokenId reasoning_end_token = -1;
+  std::string reasoning_end_text;
 };
 
 // Why the engine failed a request (the server maps each to an HTTP status).
@@ -24,6 +38,7 @@ enum class RequestError : uint8_t {
   kNonFiniteLogits,  // the model produced NaN/Inf logits for it (bad weights or overflow)
   kTimeout,          // it ran past --request-timeout
   kQueueTimeout,     // it waited past --max-queue-time before being scheduled
+  kGrammarDeadEnd,   // its output grammar allowed no token (a grammar bug): the server's fault
 };
 
 struct TopLogprob {

@@ -13,7 +13,9 @@
 #include "base/log.h"
 #include "base/str_cat.h"
 #include "core/validate_sampling_params.h"
+#include "engine/request_grammar.h"
 #include "engine/step_channel.h"
+#include "grammar/compiled_grammar.h"
 #include "kv/block_pool.h"
 #include "kv/kv_cache.h"
 #include "kv/radix_cache.h"
@@ -105,10 +107,16 @@ struct Engine::Impl {
   std::unique_ptr<Sampler> sampler;
   BatchBuilder builder{64};
   std::vector<float> logits;
+  // Structured output: this step's allowed-token masks, [max_running_requests, n_words], and
+  // what each logit row has (row_masks[row]).
+  enum class RowMask : uint8_t { kNone, kMasked, kDeadEnd };
+  std::vector<uint64_t> masks;
+  std::vector<RowMask> row_masks;
 
   struct Live {
     SamplingParams params;
     std::unique_ptr<SamplerState> sampler;
+    std::unique_ptr<RequestGrammar> grammar;  // structured output, else null
     EventSink sink;
     int32_t n_prompt = 0;
     double t_arrival = 0.0, t_scheduled = 0.0;
@@ -135,6 +143,17 @@ struct Engine::Impl {
   void loop();
   void drain(std::deque<Pending>& in, std::vector<RequestId>& cancel_ids);
   void step();
+  void fill_masks(const StepPlan& plan);
+  struct SampledRows {
+    std::vector<StepResult> results;  // per logit row, for Scheduler::commit
+    std::vector<TokenEvent> events;   // per sampled token
+    // Requests this step fails for their grammar (dead end, or a token the grammar refused).
+    std::vector<std::pair<RequestId, std::string>> grammar_errors;
+    int32_t n_decoding = 0;  // sequences producing their second or later token this step
+    std::vector<double> first_token_arrivals;
+  };
+  SampledRows sample_rows(const StepPlan& plan);
+  void emit_step_events(const StepOutcome& out, SampledRows& rows, double t_now);
   void expire_deadlines();
   void emit_final(RequestId id, FinishReason reason, const SeqStats& st,
                   RequestError error_kind = RequestError::kNone, std::string error = {});
@@ -198,6 +217,9 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& o, MpiComm* 
   impl->sampler = std::make_unique<Sampler>(c.n_vocab);
   impl->builder = BatchBuilder(o.page_size);
   impl->logits.resize(static_cast<size_t>(o.max_running_requests) * c.n_vocab);
+  impl->masks.resize(static_cast<size_t>(o.max_running_requests) *
+                     static_cast<size_t>(impl->sampler->n_mask_words()));
+  impl->row_masks.reserve(static_cast<size_t>(o.max_running_requests));
   impl->stats.kv_pages_total = static_cast<int32_t>(n_pages);
   impl->stats.page_size = o.page_size;
   log_info("engine: ", model_arch_name(c.arch), ", context ", impl->context_length, ", KV pool (",
@@ -231,6 +253,12 @@ Result<RequestId> Engine::submit(GenerateRequest req, EventSink sink) {
       return Status::error("prompt: token id ", t, " is out of range [0, ", c.n_vocab, ")");
   }
   DSS_RETURN_IF_ERROR(validate_sampling_params(req.params, c.n_vocab));
+  if (req.grammar) {
+    const grammar::TokenVocab& v = req.grammar->vocab();
+    if (v.n_vocab() != c.n_vocab || v.eos_id() != c.eos_token_id)
+      return Status::error("grammar: compiled for ", v.n_vocab(), " token ids with EOS ",
+                           v.eos_id(), "; the model has ", c.n_vocab, " with EOS ", c.eos_token_id);
+  }
   const auto n = static_cast<int64_t>(req.prompt.size());
   if (n + req.params.max_tokens > impl_->context_length) {
     return Status::error(n >= impl_->context_length ? "prompt" : "max_tokens",
@@ -330,6 +358,10 @@ void Engine::Impl::drain(std::deque<Pending>& in, std::vector<RequestId>& cancel
     Live l;
     l.params = p.req.params;
     l.sampler = std::make_unique<SamplerState>(p.req.params, p.req.prompt, opts.seed, p.id);
+    if (p.req.grammar) {
+      l.grammar = std::make_unique<RequestGrammar>(
+          std::move(p.req.grammar), p.req.reasoning_end_token, std::move(p.req.reasoning_end_text));
+    }
     l.sink = std::move(p.sink);
     l.n_prompt = n_prompt;
     l.t_arrival = p.t_arrival;
@@ -404,8 +436,8 @@ void Engine::Impl::emit_final(RequestId id, FinishReason reason, const SeqStats&
   sink(std::move(e));
 }
 
-// Long by design: the stages of one engine step in the order they run (inbox, plan, batch,
-// forward, sampling, commit, events), read top to bottom as the step itself.
+// The stages of one engine step in the order they run: plan, batch, forward (and the other ranks'
+// copy of it), masks, sampling, commit, events, batch cap.
 void Engine::Impl::step() {
   const double t0 = now_seconds();
   StepPlan plan = sched->plan();
@@ -423,30 +455,69 @@ void Engine::Impl::step() {
   const ForwardBatch& batch = builder.build(plan);
   if (steps) steps->send(batch);  // the other ranks of the group run the same forward
   model->forward(batch, *kv, *ws, logits.data());
+  fill_masks(plan);
+  SampledRows rows = sample_rows(plan);
+  StepOutcome out;
+  sched->commit(plan, rows.results, out);
+  const double t_now = now_seconds();
+  emit_step_events(out, rows, t_now);
+  if (opts.debug_integrity) sched->check_integrity();
+  const double t_end = now_seconds();
+  if (batch_cap) {
+    for (double ta : rows.first_token_arrivals) batch_cap->on_first_token((t_now - ta) * 1e3);
+    batch_cap->on_step((t_end - t0) * 1e3, rows.n_decoding, sched->n_running(), sched->n_waiting());
+    sched->set_running_cap(batch_cap->cap());
+  }
+  publish_stats(t_end - t0);
+}
+
+// One token per sequence that asked for logits this step: masks applied, sampled, the grammar
+// advanced, the finish decided (StepResult for the scheduler, TokenEvent for the sink).
+Engine::Impl::SampledRows Engine::Impl::sample_rows(const StepPlan& plan) {
   const int32_t V = model->config().n_vocab;
-  std::vector<StepResult> results;
-  std::vector<TokenEvent> events;
-  results.reserve(batch.logit_rows.size());
+  const auto n_words = static_cast<size_t>(sampler->n_mask_words());
+  SampledRows out;
+  std::vector<StepResult>& results = out.results;
+  std::vector<TokenEvent>& events = out.events;
+  std::vector<std::pair<RequestId, std::string>>& grammar_errors = out.grammar_errors;
   int32_t row = 0;
-  int32_t n_decoding = 0;  // sequences producing their second or later token this step
-  std::vector<double> first_token_arrivals;
   for (const ScheduledSeq& q : plan.seqs) {
     if (!q.needs_logits) continue;
     Live& l = live.at(q.id);
     if (l.sampler->n_generated() > 0) {
-      ++n_decoding;
+      ++out.n_decoding;
     } else {
-      first_token_arrivals.push_back(l.t_arrival);
+      out.first_token_arrivals.push_back(l.t_arrival);
     }
     const std::span<const float> row_logits(logits.data() + static_cast<size_t>(row) * V,
                                             static_cast<size_t>(V));
+    const RowMask masked = row_masks[static_cast<size_t>(row)];
+    const std::span<const uint64_t> allowed =
+        masked == RowMask::kMasked
+            ? std::span<const uint64_t>(masks).subspan(static_cast<size_t>(row) * n_words, n_words)
+            : std::span<const uint64_t>();
     ++row;
     if (!all_finite(row_logits)) {
       results.push_back(StepResult{0, FinishReason::kError});
       continue;
     }
-    const SampleResult r = sampler->sample(row_logits, l.params, eos, *l.sampler);
+    if (masked == RowMask::kDeadEnd) {
+      grammar_errors.emplace_back(q.id, "the output grammar allows no next token (dead end)");
+      results.push_back(StepResult{0, FinishReason::kError});
+      continue;
+    }
+    const SampleResult r = sampler->sample(row_logits, l.params, eos, *l.sampler, allowed);
     FinishReason fin = finish_after_token(l.params, eos, r.token, l.sampler->n_generated());
+    if (l.grammar) {
+      if (Status s = l.grammar->accept(r.token); !s) {
+        grammar_errors.emplace_back(q.id,
+                                    str_cat("the output grammar refused a token: ", s.message()));
+        results.push_back(StepResult{0, FinishReason::kError});
+        continue;
+      }
+      // Complete (EOS accepted, even under ignore_eos, or nothing but EOS could follow).
+      if (l.grammar->done()) fin = FinishReason::kStop;
+    }
     if (fin == FinishReason::kNone && l.n_prompt + l.sampler->n_generated() >= context_length)
       fin = FinishReason::kLength;
     results.push_back(StepResult{r.token, fin});
@@ -460,11 +531,14 @@ void Engine::Impl::step() {
     e.t_scheduled = l.t_scheduled;
     events.push_back(std::move(e));
   }
-  StepOutcome out;
-  sched->commit(plan, results, out);
-  const double t_now = now_seconds();
+  return out;
+}
+
+// The step's token events (a finishing request's last token carries its finish reason and
+// usage), then the final events of the requests the step failed.
+void Engine::Impl::emit_step_events(const StepOutcome& out, SampledRows& rows, double t_now) {
   // Token events first; a finishing request's last token carries its finish reason and usage.
-  for (TokenEvent& e : events) {
+  for (TokenEvent& e : rows.events) {
     auto done = std::find_if(out.finished.begin(), out.finished.end(),
                              [&](const auto& d) { return d.id == e.id; });
     e.t_event = t_now;
@@ -486,18 +560,44 @@ void Engine::Impl::step() {
   }
   for (const StepOutcome::Done& d : out.finished) {
     if (d.reason != FinishReason::kError) continue;
+    auto g = std::find_if(rows.grammar_errors.begin(), rows.grammar_errors.end(),
+                          [&](const auto& e) { return e.first == d.id; });
+    if (g != rows.grammar_errors.end()) {
+      log_warn("request ", d.id, ": ", g->second, "; the request fails, the batch goes on");
+      emit_final(d.id, FinishReason::kError, d.stats, RequestError::kGrammarDeadEnd,
+                 std::move(g->second));
+      continue;
+    }
     log_warn("request ", d.id, ": non-finite logits; the request fails, the batch goes on");
     emit_final(d.id, FinishReason::kError, d.stats, RequestError::kNonFiniteLogits,
                "the model produced non-finite logits (NaN or Inf) for this request");
   }
-  if (opts.debug_integrity) sched->check_integrity();
-  const double t_end = now_seconds();
-  if (batch_cap) {
-    for (double ta : first_token_arrivals) batch_cap->on_first_token((t_now - ta) * 1e3);
-    batch_cap->on_step((t_end - t0) * 1e3, n_decoding, sched->n_running(), sched->n_waiting());
-    sched->set_running_cap(batch_cap->cap());
+}
+
+// The mask of every constrained logit row of the step, on the engine thread, before any row is
+// sampled (the rows' matchers are independent). A cached grammar state costs a copy of the mask;
+// a new one a walk of the vocabulary trie (docs/grammar.md).
+void Engine::Impl::fill_masks(const StepPlan& plan) {
+  const auto n_words = static_cast<size_t>(sampler->n_mask_words());
+  const double t0 = now_seconds();
+  int32_t n_masks = 0;
+  row_masks.clear();
+  for (const ScheduledSeq& q : plan.seqs) {
+    if (!q.needs_logits) continue;
+    Live& l = live.at(q.id);
+    RowMask m = RowMask::kNone;
+    if (l.grammar) {
+      const auto words = std::span(masks).subspan(row_masks.size() * n_words, n_words);
+      m = l.grammar->fill_mask(words) ? RowMask::kMasked : RowMask::kDeadEnd;
+      ++n_masks;
+    }
+    row_masks.push_back(m);
   }
-  publish_stats(t_end - t0);
+  if (n_masks == 0) return;
+  const double dt = now_seconds() - t0;
+  std::lock_guard<std::mutex> lk(mu);
+  stats.grammar_masks += n_masks;
+  stats.grammar_mask_seconds += dt;
 }
 
 void Engine::Impl::publish_stats(double step_s) {

@@ -48,7 +48,9 @@ struct EngineStats {
   int32_t batch_cap = 0;         // running-batch admission limit now (dynamic batch cap)
   int64_t batch_cap_raises = 0;  // dynamic batch cap decisions (0 when off)
   int64_t batch_cap_lowers = 0;
-  double batch_cap_p99_tpot_ms = 0;  // the P99 step time the last decision window saw
+  double batch_cap_p99_tpot_ms = 0;   // the P99 step time the last decision window saw
+  int64_t grammar_masks = 0;          // structured output: allowed-token masks computed
+  double grammar_mask_seconds = 0.0;  // time spent computing them (engine thread, per step)
 };
 
 class Engine {

@@ -1,6 +1,7 @@
 #include "sample/sampler.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <functional>
 #include <limits>
@@ -29,6 +30,50 @@ TokenId Sampler::argmax() const {
     if (work_[i] > work_[best]) best = i;
   DSS_CHECK(work_[best] > kNegInf, "no finite logit left to choose from");
   return static_cast<TokenId>(best);
+}
+
+// Disallowed tokens -> -inf. A word of all ones (most of a free-text mask) is skipped whole.
+void Sampler::apply_mask(std::span<const uint64_t> allowed) {
+  DSS_CHECK(allowed.size() == static_cast<size_t>(n_mask_words()), "mask words=", allowed.size(),
+            " want ", n_mask_words());
+  const auto n = static_cast<size_t>(n_vocab_);
+  const size_t n_full = n / 64;  // words covering 64 ids each
+  float* work = work_.data();
+  for (size_t w = 0; w < n_full; ++w) {
+    const uint64_t bits = allowed[w];
+    if (bits == ~uint64_t{0}) continue;
+    float* x = work + w * 64;
+    if (bits == 0) {
+      std::fill(x, x + 64, kNegInf);
+      continue;
+    }
+    // Only the disallowed ids of a mixed word are visited (one ctz each): a structured-output
+    // mask is mostly whole words, and where mixed (free string content) mostly allowed.
+    for (uint64_t off = ~bits; off != 0; off &= off - 1) x[std::countr_zero(off)] = kNegInf;
+  }
+  for (size_t t = n_full * 64; t < n; ++t)
+    if (((allowed[n_full] >> (t & 63)) & 1) == 0) work[t] = kNegInf;
+}
+
+bool Sampler::min_tokens_empties_mask(std::span<const uint64_t> allowed,
+                                      const SamplingParams& params, TokenId eos_token) const {
+  auto is_allowed = [&](TokenId t) {
+    return t >= 0 && t < n_vocab_ && ((allowed[static_cast<size_t>(t) >> 6] >> (t & 63)) & 1);
+  };
+  int64_t n_allowed = 0;
+  for (const uint64_t w : allowed) n_allowed += std::popcount(w);
+  // Distinct allowed ids that min_tokens would suppress (stop ids may repeat or include EOS).
+  int64_t n_suppressed = 0;
+  const std::vector<TokenId>& stops = params.stop_token_ids;
+  for (size_t i = 0; i < stops.size(); ++i) {
+    const bool dup = std::find(stops.begin(), stops.begin() + static_cast<std::ptrdiff_t>(i),
+                               stops[i]) != stops.begin() + static_cast<std::ptrdiff_t>(i);
+    if (!dup && is_allowed(stops[i])) ++n_suppressed;
+  }
+  if (!params.ignore_eos && is_allowed(eos_token) &&
+      std::find(stops.begin(), stops.end(), eos_token) == stops.end())
+    ++n_suppressed;
+  return n_suppressed >= n_allowed;
 }
 
 namespace {
@@ -180,12 +225,16 @@ void Sampler::fill_logprobs(std::span<const float> logits, int32_t n_top, Sample
 }
 
 SampleResult Sampler::sample(std::span<const float> logits, const SamplingParams& params,
-                             TokenId eos_token, SamplerState& state) {
+                             TokenId eos_token, SamplerState& state,
+                             std::span<const uint64_t> allowed) {
   DSS_CHECK(logits.size() == static_cast<size_t>(n_vocab_), "logits=", logits.size(),
             " n_vocab=", n_vocab_);
   std::copy(logits.begin(), logits.end(), work_.begin());
+  if (!allowed.empty()) apply_mask(allowed);
   apply_penalties(work_, params, state);
-  apply_min_tokens(work_, params, eos_token, state.n_generated());
+  if (allowed.empty() || state.n_generated() >= params.min_tokens ||
+      !min_tokens_empties_mask(allowed, params, eos_token))
+    apply_min_tokens(work_, params, eos_token, state.n_generated());
   SampleResult out;
   out.token =
       params.temperature < kGreedyTemperature ? argmax() : sample_random(params, state.rng());
@@ -196,16 +245,20 @@ SampleResult Sampler::sample(std::span<const float> logits, const SamplingParams
 
 void Sampler::sample_batch(std::span<const float> logits,
                            std::span<const SamplingParams* const> params, TokenId eos_token,
-                           std::span<SamplerState* const> states, std::span<SampleResult> out) {
+                           std::span<SamplerState* const> states, std::span<SampleResult> out,
+                           std::span<const uint64_t> masks) {
   const size_t n_rows = params.size();
+  const auto n_words = static_cast<size_t>(n_mask_words());
   DSS_CHECK(states.size() == n_rows && out.size() == n_rows &&
-                logits.size() == n_rows * static_cast<size_t>(n_vocab_),
+                logits.size() == n_rows * static_cast<size_t>(n_vocab_) &&
+                (masks.empty() || masks.size() == n_rows * n_words),
             "rows: params=", n_rows, " states=", states.size(), " out=", out.size(),
-            " logits=", logits.size(), " n_vocab=", n_vocab_);
+            " logits=", logits.size(), " n_vocab=", n_vocab_, " masks=", masks.size());
   for (size_t i = 0; i < n_rows; ++i) {
     out[i] =
         sample(logits.subspan(i * static_cast<size_t>(n_vocab_), static_cast<size_t>(n_vocab_)),
-               *params[i], eos_token, *states[i]);
+               *params[i], eos_token, *states[i],
+               masks.empty() ? masks : masks.subspan(i * n_words, n_words));
   }
 }
 

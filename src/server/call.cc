@@ -22,6 +22,7 @@ int http_status_of(RequestError kind) {
       return 503;
     case RequestError::kNone:
     case RequestError::kNonFiniteLogits:
+    case RequestError::kGrammarDeadEnd:
       break;
   }
   return 500;

@@ -106,6 +106,12 @@ std::string Metrics::render(const EngineStats& s, double now_s) {
   sample(out, p + "engine_busy_seconds_total", s.busy_seconds);
   head(out, p + "num_preemptions_total", "counter", "Requests preempted (recomputed later).");
   sample(out, p + "num_preemptions_total", static_cast<double>(s.preemptions));
+  head(out, p + "grammar_masks_total", "counter",
+       "Structured output: allowed-token masks computed (one per constrained row and step).");
+  sample(out, p + "grammar_masks_total", static_cast<double>(s.grammar_masks));
+  head(out, p + "grammar_mask_seconds_total", "counter",
+       "Structured output: engine-thread seconds spent computing allowed-token masks.");
+  sample(out, p + "grammar_mask_seconds_total", s.grammar_mask_seconds);
 
   head(out, p + "batch_cap_adjustments_total", "counter",
        "Dynamic batch cap decisions that changed the cap, by direction.");

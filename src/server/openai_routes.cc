@@ -49,7 +49,14 @@ OpenAiRoutes::OpenAiRoutes(Engine& engine, const Tokenizer* tok, Metrics& metric
       tok_(tok),
       metrics_(metrics),
       cfg_(std::move(cfg)),
-      created_(unix_seconds()) {}
+      created_(unix_seconds()) {
+  // Structured output needs the tokenizer's ids to be the model's (the vocabulary trie: ~60 ms).
+  const ModelConfig& mc = engine_.model_config();
+  if (tok_ != nullptr && tok_->n_ids() <= mc.n_vocab && tok_->eos_id() == mc.eos_token_id) {
+    grammars_ = std::make_unique<grammar::GrammarCompiler>(
+        grammar::TokenVocab::from_tokenizer(*tok_, mc.n_vocab));
+  }
+}
 
 OpenAiRoutes::~OpenAiRoutes() = default;
 
@@ -115,8 +122,12 @@ void OpenAiRoutes::generate(Endpoint endpoint, const HttpRequest& req,
   if (draining_ && draining_())
     return reply_error(*ex, ApiError{503, "server is shutting down", "", ""});
   PreparedRequest prep;
-  const PromptContext ctx{tok_, cfg_.chat_format, engine_.context_length(),
-                          engine_.model_config().n_vocab, cfg_.served_model_name};
+  const PromptContext ctx{tok_,
+                          cfg_.chat_format,
+                          engine_.context_length(),
+                          engine_.model_config().n_vocab,
+                          cfg_.served_model_name,
+                          grammars_.get()};
   if (auto e = prepare_request(endpoint, req.body, ctx, prep)) return reply_error(*ex, *e);
   CompletionRequest& r = prep.req;
   std::vector<std::vector<TokenId>>& prompts = prep.prompts;
@@ -157,7 +168,7 @@ void OpenAiRoutes::generate(Endpoint endpoint, const HttpRequest& req,
     std::lock_guard<std::mutex> lk(mu_);
     live_[call_id] = call;
   }
-  submit(call, r.params, r.n);
+  submit(call, prep);
 }
 
 std::optional<ApiError> OpenAiRoutes::admit(int32_t n_new) const {
@@ -192,11 +203,23 @@ ChoiceStreamOptions OpenAiRoutes::choice_options(const CompletionRequest& r, uin
 }
 
 // Runs on the connection's strand, so no posted event is drained before it returns.
-void OpenAiRoutes::submit(const std::shared_ptr<Call>& call, const SamplingParams& params,
-                          int32_t n) {
+void OpenAiRoutes::submit(const std::shared_ptr<Call>& call, const PreparedRequest& prep) {
+  const int32_t n = prep.req.n;
+  // With thinking on (the prompt opens <think>) and the reasoning parser splitting it off, the
+  // grammar constrains the content after `</think>`, not the reasoning.
+  const bool gate = prep.grammar && prep.starts_in_reasoning && cfg_.parse_reasoning;
+  const TokenId end_token =
+      gate && tok_ != nullptr ? tok_->added_token_id("</think>").value_or(-1) : -1;
   for (size_t i = 0; i < call->choices.size(); ++i) {
     Call::Choice& c = call->choices[i];
-    GenerateRequest g{call->prompts[c.prompt_index], params};
+    GenerateRequest g;
+    g.prompt = call->prompts[c.prompt_index];
+    g.params = prep.req.params;
+    g.grammar = prep.grammar;  // one compiled grammar; the engine keeps a matcher per choice
+    if (gate) {
+      g.reasoning_end_token = end_token;
+      g.reasoning_end_text = "</think>";
+    }
     if (g.params.seed) g.params.seed = *g.params.seed + static_cast<uint64_t>(i % n);
     auto id = engine_.submit(std::move(g), Call::sink(call, static_cast<int32_t>(i)));
     if (!id) {

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "engine/engine.h"
+#include "grammar/grammar_compiler.h"
 #include "server/api_error.h"
 #include "server/choice_stream.h"
 #include "server/http_exchange.h"
@@ -31,6 +32,8 @@
 #include "text/tokenizer.h"
 
 namespace dss {
+
+struct PreparedRequest;
 
 struct RoutesConfig {
   std::string served_model_name;
@@ -65,13 +68,16 @@ class OpenAiRoutes {
   std::optional<ApiError> admit(int32_t n_new) const;
   ChoiceStreamOptions choice_options(const CompletionRequest& r, uint64_t call_id,
                                      bool starts_in_reasoning) const;
-  void submit(const std::shared_ptr<Call>& call, const SamplingParams& params, int32_t n);
+  // Every choice's engine request; `prep` gives the parameters and the output grammar.
+  void submit(const std::shared_ptr<Call>& call, const PreparedRequest& prep);
   void on_call_done(uint64_t call_id, int32_t n_engine_requests);
 
   Engine& engine_;
   const Tokenizer* tok_;
   Metrics& metrics_;
   RoutesConfig cfg_;
+  // Structured output: compiled grammars, cached by source (null without a tokenizer).
+  std::unique_ptr<grammar::GrammarCompiler> grammars_;
   std::function<bool()> draining_;
   int64_t created_ = 0;
   std::atomic<int64_t> n_calls_{0};

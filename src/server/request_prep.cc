@@ -91,6 +91,17 @@ std::optional<ApiError> prepare_request(Endpoint endpoint, std::string_view body
   if (auto e = fit_context(ctx, out)) return e;
   if (Status s = validate_sampling_params(r.params, ctx.n_vocab); !s)
     return ApiError::from_status(s);
+  if (r.constraint.kind != OutputConstraint::Kind::kNone) {
+    if (ctx.grammars == nullptr)
+      return ApiError::bad_request(
+          str_cat(r.constraint.field,
+                  ": structured output is unavailable: the server has no tokenizer "
+                  "(--skip-tokenizer-init) or one whose ids or EOS differ from the model's"),
+          r.constraint.field);
+    auto g = compile_output_constraint(r.constraint, *ctx.grammars);
+    if (!g) return ApiError::bad_request(g.status().message(), r.constraint.field);
+    out.grammar = std::move(g).value();
+  }
   return std::nullopt;
 }
 

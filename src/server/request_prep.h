@@ -5,7 +5,8 @@
 // Steps, each a possible 400 naming the field: bounded JSON parse (io/json.h: depth
 // kMaxJsonDepth, linear in width) -> schemas (types and ranges) -> model name (404) -> chat
 // rendering or prompt tokens -> context length (the prompt alone: `messages` / `prompt`; with
-// max_tokens: the key the client used) -> sampling parameters against the vocabulary.
+// max_tokens: the key the client used) -> sampling parameters against the vocabulary -> the
+// output constraint compiled (grammar library's cache; errors name the field and the keyword).
 #pragma once
 
 #include <optional>
@@ -14,6 +15,7 @@
 #include <vector>
 
 #include "core/types.h"
+#include "grammar/grammar_compiler.h"
 #include "server/api_error.h"
 #include "server/schemas.h"
 #include "text/chat_format.h"
@@ -27,12 +29,16 @@ struct PromptContext {
   int32_t context_length = 0;  // tokens: prompt + max_tokens must fit
   int32_t n_vocab = 0;
   std::string served_model_name;
+  // Compiles structured-output constraints; null: none can be served (no tokenizer, or one that
+  // does not match the model's vocabulary), a request with one gets a 400.
+  grammar::GrammarCompiler* grammars = nullptr;
 };
 
 struct PreparedRequest {
   CompletionRequest req;
-  std::vector<std::vector<TokenId>> prompts;  // [n_prompts][n_tokens], each non-empty
-  bool starts_in_reasoning = false;           // the rendered chat prompt opens <think>
+  std::vector<std::vector<TokenId>> prompts;          // [n_prompts][n_tokens], each non-empty
+  bool starts_in_reasoning = false;                   // the rendered chat prompt opens <think>
+  std::shared_ptr<grammar::CompiledGrammar> grammar;  // req.constraint compiled; null: none
 };
 
 // The prepared request, or the error to answer (status 400 or 404).

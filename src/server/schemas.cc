@@ -224,6 +224,7 @@ Result<CompletionRequest> parse_completion_request(Endpoint endpoint, const Orde
   DSS_RETURN_IF_ERROR(read_bool(j, "return_token_ids", r.return_token_ids));
   DSS_RETURN_IF_ERROR(read_sampling(j, endpoint, r));
   DSS_RETURN_IF_ERROR(read_logprobs(j, endpoint, r.params));
+  DSS_ASSIGN_OR_RETURN(r.constraint, parse_output_constraint(j));
   if (endpoint == Endpoint::kChat) {
     if (!j.contains("messages")) return Status::error("messages: missing");
     DSS_ASSIGN_OR_RETURN(r.chat, parse_chat_request(j));

@@ -6,7 +6,8 @@
 // Accepted fields (both endpoints): model, stream, stream_options.include_usage, n, max_tokens,
 // max_completion_tokens (chat), temperature, top_p, top_k, min_p, seed, stop, stop_token_ids,
 // ignore_eos, min_tokens, repetition_penalty, frequency_penalty, presence_penalty,
-// skip_special_tokens, include_stop_str_in_output, return_token_ids, user (ignored).
+// skip_special_tokens, include_stop_str_in_output, return_token_ids, user (ignored); the
+// structured-output fields response_format, structured_outputs, regex, ebnf (output_constraint.h).
 //   chat: messages, tools, tool_choice (none|auto|required|{type:function,function:{name}}),
 //         logprobs (bool), top_logprobs (0..20), chat_template_kwargs.{thinking|enable_thinking}
 //   completions: prompt (string | [string] | [int] | [[int]]), logprobs (int 0..20), echo=false.
@@ -20,6 +21,7 @@
 #include "core/sampling_params.h"
 #include "core/types.h"
 #include "io/json.h"
+#include "server/output_constraint.h"
 #include "text/chat_request.h"
 
 namespace dss {
@@ -36,6 +38,7 @@ struct CompletionRequest {
   bool max_tokens_given = false;                // false: max_tokens = what is left of the context
   std::string max_tokens_field = "max_tokens";  // the key that set it (errors name it)
   bool return_token_ids = false;
+  OutputConstraint constraint;  // structured output (kNone: free text)
   // chat
   ChatRequest chat;
   std::string tool_choice = "auto";  // none | auto | required | named

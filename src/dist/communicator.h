@@ -107,6 +107,22 @@ bool check_allgather_buffers(std::span<const T> send, std::span<T> recv, int ran
   return true;
 }
 
+// Aborts unless recv holds n_ranks blocks of send's size (allgather).
+template <typename T>
+void check_allgather_sizes(std::span<const T> send, std::span<T> recv, int n_ranks) {
+  DSS_CHECK(recv.size() == send.size() * static_cast<size_t>(n_ranks), "allgather: recv has ",
+            recv.size(), " elements, ", n_ranks, n_ranks == 1 ? " rank x " : " ranks x ",
+            send.size(), " expected");
+}
+
+// Aborts unless send holds n_ranks blocks of recv's size (reduce-scatter).
+template <typename T>
+void check_reduce_scatter_sizes(std::span<const T> send, std::span<T> recv, int n_ranks) {
+  DSS_CHECK(send.size() == recv.size() * static_cast<size_t>(n_ranks),
+            "reduce_scatter_sum: send has ", send.size(), " elements, ", n_ranks,
+            n_ranks == 1 ? " rank x " : " ranks x ", recv.size(), " expected");
+}
+
 // Aborts when send and recv overlap (every operation but allgather).
 template <typename T>
 void check_disjoint_buffers(const char* op, std::span<const T> send, std::span<T> recv) {

@@ -26,16 +26,14 @@ class LocalComm {
 
   template <CommElement T>
   void allgather(std::span<const T> send, std::span<T> recv) {
-    DSS_CHECK(recv.size() == send.size(), "allgather: recv has ", recv.size(),
-              " elements, 1 rank x ", send.size(), " expected");
+    check_allgather_sizes(send, recv, 1);
     check_allgather_buffers(send, recv, 0);
     copy(send.data(), recv.data(), send.size());
   }
 
   template <CommArithmetic T>
   void reduce_scatter_sum(std::span<const T> send, std::span<T> recv) {
-    DSS_CHECK(send.size() == recv.size(), "reduce_scatter_sum: send has ", send.size(),
-              " elements, 1 rank x ", recv.size(), " expected");
+    check_reduce_scatter_sizes(send, recv, 1);
     check_disjoint_buffers("reduce_scatter_sum", send, recv);
     copy(send.data(), recv.data(), send.size());
   }

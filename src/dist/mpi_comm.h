@@ -87,17 +87,14 @@ class MpiComm {
 
   template <CommElement T>
   void allgather(std::span<const T> send, std::span<T> recv) {
-    DSS_CHECK(recv.size() == send.size() * static_cast<size_t>(size_), "allgather: recv has ",
-              recv.size(), " elements, ", size_, " ranks x ", send.size(), " expected");
+    check_allgather_sizes(send, recv, size_);
     const bool in_place = check_allgather_buffers(send, recv, rank_);
     allgather_raw(in_place ? nullptr : send.data(), recv.data(), send.size(), comm_dtype_of<T>());
   }
 
   template <CommArithmetic T>
   void reduce_scatter_sum(std::span<const T> send, std::span<T> recv) {
-    DSS_CHECK(send.size() == recv.size() * static_cast<size_t>(size_),
-              "reduce_scatter_sum: send has ", send.size(), " elements, ", size_, " ranks x ",
-              recv.size(), " expected");
+    check_reduce_scatter_sizes(send, recv, size_);
     check_disjoint_buffers("reduce_scatter_sum", send, recv);
     reduce_scatter_sum_raw(send.data(), recv.data(), recv.size(), comm_dtype_of<T>());
   }

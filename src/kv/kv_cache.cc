@@ -81,7 +81,7 @@ KvCache::KvCache(const KvLayout& layout, int32_t n_pages)
                            /*prefault=*/true)) {}
 
 void KvCache::store(int32_t i_layer, int32_t slot, const float* row) {
-  DSS_CHECK(bytes_.space() == MemorySpace::kHost, "KvCache::store/load on device memory");
+  DSS_DCHECK(bytes_.space() == MemorySpace::kHost, "KvCache::store/load on device memory");
   const KvLayout& y = layout_;
   const auto s = static_cast<size_t>(slot);
   const int32_t R = y.d_latent, dr = y.d_rope;
@@ -121,7 +121,7 @@ void KvCache::store(int32_t i_layer, int32_t slot, const float* row) {
 }
 
 void KvCache::load(int32_t i_layer, int32_t slot, float* row) const {
-  DSS_CHECK(bytes_.space() == MemorySpace::kHost, "KvCache::store/load on device memory");
+  DSS_DCHECK(bytes_.space() == MemorySpace::kHost, "KvCache::store/load on device memory");
   const KvLayout& y = layout_;
   const auto s = static_cast<size_t>(slot);
   const int32_t R = y.d_latent, dr = y.d_rope;

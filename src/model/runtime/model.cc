@@ -17,7 +17,6 @@ Result<std::unique_ptr<Model>> Model::load(const LoadOptions& opts, MpiComm* tp_
   ShardSpec shard;
   if (tp_group != nullptr && tp_group->size() > 1)
     shard = ShardSpec{tp_group->rank(), tp_group->size(), opts.expert_parallel};
-  DSS_RETURN_IF_ERROR(check_shardable(cfg, shard));  // before any tensor is read
   DSS_ASSIGN_OR_RETURN(Checkpoint ck, Checkpoint::open(opts.dir));
   std::unique_ptr<Model> m(new Model(std::move(cfg), std::move(ck)));
   m->shard_ = shard;

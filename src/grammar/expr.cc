@@ -125,4 +125,30 @@ void GrammarIr::define(int32_t rule, Expr body) {
   defined[rule] = true;
 }
 
+namespace {
+
+void remap_rules(Expr& e, const std::vector<int32_t>& to) {
+  if (e.kind == ExprKind::kRuleRef) e.rule = to[e.rule];
+  for (Expr& item : e.items) remap_rules(item, to);
+}
+
+}  // namespace
+
+int32_t GrammarIr::import(const GrammarIr& other, const std::string& prefix) {
+  DSS_CHECK(other.root >= 0, "importing an IR without a root");
+  std::vector<int32_t> to(other.names.size());
+  for (size_t r = 0; r < other.names.size(); ++r) {
+    const std::string name = prefix + other.names[r];
+    DSS_CHECK(!by_name.contains(name), "rule name in use: ", name);
+    to[r] = rule_id(name);
+  }
+  for (size_t r = 0; r < other.names.size(); ++r) {
+    if (!other.defined[r]) continue;  // lowering reports it under its new name
+    Expr body = other.bodies[r];
+    remap_rules(body, to);
+    define(to[r], std::move(body));
+  }
+  return to[other.root];
+}
+
 }  // namespace dss::grammar

@@ -70,6 +70,11 @@ struct GrammarIr {
   // Adds a rule with a fresh name derived from `hint` (used by generators for helper rules).
   int32_t new_rule(const std::string& hint);
   void define(int32_t rule, Expr body);
+  // Copies every rule of `other` into this IR under the names `prefix` + name (rule references
+  // remapped) and returns the index of other's root. Used to embed a JSON Schema's grammar in a
+  // larger one (tool-call arguments). Precondition: other.root >= 0; no name prefix + name is
+  // already in use here.
+  int32_t import(const GrammarIr& other, const std::string& prefix);
 };
 
 }  // namespace dss::grammar

@@ -43,6 +43,11 @@ GrammarCompiler::Compiled GrammarCompiler::from_ir(const GrammarIr& ir) {
   return std::make_shared<CompiledGrammar>(std::move(bnf).value(), vocab_, opts_);
 }
 
+GrammarCompiler::Compiled GrammarCompiler::from_ir_cached(
+    std::string key, const std::function<Result<GrammarIr>()>& build) {
+  return cached("ir:" + key, build);
+}
+
 GrammarCompiler::Compiled GrammarCompiler::json_schema(std::string_view schema,
                                                        const JsonSchemaOptions& opts) {
   std::string key = "json_schema:" + std::to_string(static_cast<int>(opts.whitespace)) + ":";

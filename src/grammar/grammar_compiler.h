@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <span>
@@ -39,6 +40,10 @@ class GrammarCompiler {
   Compiled choice(std::span<const std::string> choices);
   // Lowers and binds an IR built by the caller (not cached).
   Compiled from_ir(const GrammarIr& ir);
+  // The same, cached under `key` (the caller's kind prefix plus everything the IR depends on):
+  // `build` runs only on a miss. Used by grammars composed outside this library (forced tool
+  // calls).
+  Compiled from_ir_cached(std::string key, const std::function<Result<GrammarIr>()>& build);
 
   const std::shared_ptr<const TokenVocab>& vocab() const { return vocab_; }
   int32_t n_cached();

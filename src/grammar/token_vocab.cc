@@ -8,13 +8,21 @@
 namespace dss::grammar {
 
 TokenVocab::TokenVocab(std::vector<std::pair<TokenId, std::string>> tokens, int32_t n_vocab,
-                       TokenId eos_id)
+                       TokenId eos_id, std::vector<std::pair<TokenId, std::string>> controls)
     : n_vocab_(n_vocab), eos_id_(eos_id) {
   DSS_CHECK(eos_id >= 0 && eos_id < n_vocab, "eos_id=", eos_id, " n_vocab=", n_vocab);
+  DSS_CHECK(controls.size() <= static_cast<size_t>(kMaxControls), "controls=", controls.size());
   std::vector<std::string> by_id(n_vocab);
   for (auto& [id, b] : tokens) {
     DSS_CHECK(id >= 0 && id < n_vocab && id != eos_id, "id=", id);
-    if (!b.empty()) by_id[id] = std::move(b);
+    // 0xFF is the control tokens' stand-in byte (see the header); no UTF-8 text has it.
+    if (!b.empty() && b.find('\xFF') == std::string::npos) by_id[id] = std::move(b);
+  }
+  for (size_t k = 0; k < controls.size(); ++k) {
+    const TokenId id = controls[k].first;
+    DSS_CHECK(id >= 0 && id < n_vocab && id != eos_id && by_id[id].empty(), "control id=", id);
+    by_id[id] = control_bytes(static_cast<int32_t>(k));
+    control_texts_.push_back(std::move(controls[k].second));
   }
   bytes_begin_.push_back(0);
   for (TokenId id = 0; id < n_vocab; ++id) {
@@ -61,8 +69,8 @@ TokenVocab::TokenVocab(std::vector<std::pair<TokenId, std::string>> tokens, int3
   n_here_.push_back(0);
 }
 
-std::shared_ptr<const TokenVocab> TokenVocab::from_tokenizer(const Tokenizer& tok,
-                                                             int32_t n_vocab) {
+std::shared_ptr<const TokenVocab> TokenVocab::from_tokenizer(
+    const Tokenizer& tok, int32_t n_vocab, const std::vector<std::string>& control_tokens) {
   if (n_vocab == 0) n_vocab = tok.n_ids();
   DSS_CHECK(n_vocab >= tok.n_ids(), "n_vocab=", n_vocab, " n_ids=", tok.n_ids());
   std::vector<std::pair<TokenId, std::string>> tokens;
@@ -70,7 +78,19 @@ std::shared_ptr<const TokenVocab> TokenVocab::from_tokenizer(const Tokenizer& to
     if (!tok.is_valid_id(id) || tok.is_added(id) || id == tok.eos_id()) continue;
     tokens.emplace_back(id, std::string(tok.piece(id)));
   }
-  return std::make_shared<const TokenVocab>(std::move(tokens), n_vocab, tok.eos_id());
+  std::vector<std::pair<TokenId, std::string>> controls;
+  for (const std::string& text : control_tokens) {
+    std::optional<TokenId> id = tok.added_token_id(text);
+    if (id && *id != tok.eos_id()) controls.emplace_back(*id, text);
+  }
+  return std::make_shared<const TokenVocab>(std::move(tokens), n_vocab, tok.eos_id(),
+                                            std::move(controls));
+}
+
+std::optional<std::string> TokenVocab::control_literal(std::string_view text) const {
+  for (size_t k = 0; k < control_texts_.size(); ++k)
+    if (control_texts_[k] == text) return control_bytes(static_cast<int32_t>(k));
+  return std::nullopt;
 }
 
 std::string_view TokenVocab::bytes(TokenId id) const {

@@ -6,11 +6,19 @@
 // control tokens such as <｜tool▁calls▁begin｜> are never produced by a grammar). Ids in
 // [n_ids, n_vocab) (padding rows of the model's embedding) are never allowed. The EOS id is
 // allowed by the matcher exactly when the grammar can end.
+//
+// Control tokens: chosen added tokens (the tool-call markers <｜tool▁calls▁begin｜> ...) that a
+// grammar may produce as themselves. Each gets the 2-byte stand-in control_bytes(k) = 0xFF, k
+// (k = its index in the list) as its "bytes", and a grammar writes control_literal(text) where
+// the token must appear. No UTF-8 text contains 0xFF and no front end (JSON Schema, regex, GBNF)
+// produces it, so ordinary tokens with a 0xFF byte are left out of the trie: only the control
+// token itself can match its stand-in, never the same text spelled with ordinary tokens.
 // Threading: immutable after construction.
 #pragma once
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -27,11 +35,20 @@ namespace dss::grammar {
 class TokenVocab {
  public:
   // `tokens`: (id, bytes) of every eligible token; ids < n_vocab, eos_id < n_vocab.
-  TokenVocab(std::vector<std::pair<TokenId, std::string>> tokens, int32_t n_vocab, TokenId eos_id);
-  // Every non-added token of `tok`; n_vocab is the model's vocabulary (>= tok.n_ids(); 0 means
-  // tok.n_ids()).
-  static std::shared_ptr<const TokenVocab> from_tokenizer(const Tokenizer& tok,
-                                                          int32_t n_vocab = 0);
+  // `controls`: (id, text) of the control tokens (at most kMaxControls; ids distinct from
+  // `tokens`' and from eos_id).
+  TokenVocab(std::vector<std::pair<TokenId, std::string>> tokens, int32_t n_vocab, TokenId eos_id,
+             std::vector<std::pair<TokenId, std::string>> controls = {});
+  // Every non-added token of `tok`, plus those of `control_tokens` (added-token texts) that `tok`
+  // has; n_vocab is the model's vocabulary (>= tok.n_ids(); 0 means tok.n_ids()).
+  static std::shared_ptr<const TokenVocab> from_tokenizer(
+      const Tokenizer& tok, int32_t n_vocab = 0,
+      const std::vector<std::string>& control_tokens = {});
+
+  static constexpr int32_t kMaxControls = 64;
+  static std::string control_bytes(int32_t k) { return std::string{'\xFF', static_cast<char>(k)}; }
+  // The stand-in bytes of the control token whose text is `text`; nullopt if it is not one.
+  std::optional<std::string> control_literal(std::string_view text) const;
 
   int32_t n_vocab() const { return n_vocab_; }
   int32_t n_words() const { return (n_vocab_ + 63) / 64; }  // uint64 words of a mask
@@ -60,7 +77,8 @@ class TokenVocab {
   std::vector<uint8_t> byte_;
   std::vector<int32_t> depth_, end_, tok_begin_, n_here_;  // [n_nodes + 1]
   int32_t max_depth_ = 0;
-  std::vector<TokenId> sorted_ids_;  // eligible ids in byte-lexicographic order
+  std::vector<TokenId> sorted_ids_;         // eligible ids in byte-lexicographic order
+  std::vector<std::string> control_texts_;  // [n_controls] text of control token k
 };
 
 }  // namespace dss::grammar

@@ -11,6 +11,7 @@
 #include "server/choice_stream.h"
 #include "server/request_prep.h"
 #include "server/schemas.h"
+#include "server/tool_call_grammar.h"
 
 #ifndef DSS_VERSION
 #define DSS_VERSION "0.0.0"
@@ -54,7 +55,7 @@ OpenAiRoutes::OpenAiRoutes(Engine& engine, const Tokenizer* tok, Metrics& metric
   const ModelConfig& mc = engine_.model_config();
   if (tok_ != nullptr && tok_->n_ids() <= mc.n_vocab && tok_->eos_id() == mc.eos_token_id) {
     grammars_ = std::make_unique<grammar::GrammarCompiler>(
-        grammar::TokenVocab::from_tokenizer(*tok_, mc.n_vocab));
+        grammar::TokenVocab::from_tokenizer(*tok_, mc.n_vocab, tool_call_control_tokens()));
   }
 }
 
@@ -127,7 +128,8 @@ void OpenAiRoutes::generate(Endpoint endpoint, const HttpRequest& req,
                           engine_.context_length(),
                           engine_.model_config().n_vocab,
                           cfg_.served_model_name,
-                          grammars_.get()};
+                          grammars_.get(),
+                          cfg_.tool_format};
   if (auto e = prepare_request(endpoint, req.body, ctx, prep)) return reply_error(*ex, *e);
   CompletionRequest& r = prep.req;
   std::vector<std::vector<TokenId>>& prompts = prep.prompts;

@@ -5,6 +5,7 @@
 #include "base/str_cat.h"
 #include "core/validate_sampling_params.h"
 #include "io/json.h"
+#include "server/tool_call_grammar.h"
 #include "text/chat_template.h"
 #include "text/reasoning_parser.h"
 
@@ -75,6 +76,35 @@ std::optional<ApiError> fit_context(const PromptContext& ctx, PreparedRequest& p
   return std::nullopt;
 }
 
+// tool_choice "required" or a named tool: the grammar of the model's own call format.
+std::optional<ApiError> force_tool_calls(const PromptContext& ctx, PreparedRequest& p) {
+  const CompletionRequest& r = p.req;
+  if (!ctx.tool_format)
+    return ApiError::bad_request(
+        str_cat("tool_choice: '", r.tool_choice == "named" ? r.tool_choice_name : r.tool_choice,
+                "' needs tool-call parsing, which this server has off (--tool-call-parser)"),
+        "tool_choice");
+  if (r.constraint.kind != OutputConstraint::Kind::kNone)
+    return ApiError::bad_request(str_cat("tool_choice: a forced tool call cannot be combined with ",
+                                         r.constraint.field, " (the reply is the call)"),
+                                 "tool_choice");
+  if (ctx.grammars == nullptr)
+    return ApiError::bad_request(
+        "tool_choice: forced tool calls are unavailable: the server has no tokenizer or one whose "
+        "ids or EOS differ from the model's",
+        "tool_choice");
+  const ForcedToolCalls f{*ctx.tool_format, &r.chat.tools,
+                          r.tool_choice == "named" ? r.tool_choice_name : std::string(),
+                          r.parallel_tool_calls};
+  auto g = compile_forced_tool_calls(f, *ctx.grammars);
+  if (!g) {
+    const std::string& m = g.status().message();
+    return ApiError::bad_request(m, m.substr(0, m.find(':')));
+  }
+  p.grammar = std::move(g).value();
+  return std::nullopt;
+}
+
 }  // namespace
 
 std::optional<ApiError> prepare_request(Endpoint endpoint, std::string_view body,
@@ -102,6 +132,8 @@ std::optional<ApiError> prepare_request(Endpoint endpoint, std::string_view body
     if (!g) return ApiError::bad_request(g.status().message(), r.constraint.field);
     out.grammar = std::move(g).value();
   }
+  if (endpoint == Endpoint::kChat && (r.tool_choice == "required" || r.tool_choice == "named"))
+    return force_tool_calls(ctx, out);
   return std::nullopt;
 }
 

@@ -6,7 +6,8 @@
 // kMaxJsonDepth, linear in width) -> schemas (types and ranges) -> model name (404) -> chat
 // rendering or prompt tokens -> context length (the prompt alone: `messages` / `prompt`; with
 // max_tokens: the key the client used) -> sampling parameters against the vocabulary -> the
-// output constraint compiled (grammar library's cache; errors name the field and the keyword).
+// output constraint or the forced tool calls compiled (grammar library's cache; errors name the
+// field and the keyword).
 #pragma once
 
 #include <optional>
@@ -32,13 +33,17 @@ struct PromptContext {
   // Compiles structured-output constraints; null: none can be served (no tokenizer, or one that
   // does not match the model's vocabulary), a request with one gets a 400.
   grammar::GrammarCompiler* grammars = nullptr;
+  // The tool-call format replies are parsed in (nullopt: none); tool_choice "required" or a
+  // named tool forces a call in it (server/tool_call_grammar.h).
+  std::optional<ChatFormat> tool_format;
 };
 
 struct PreparedRequest {
   CompletionRequest req;
-  std::vector<std::vector<TokenId>> prompts;          // [n_prompts][n_tokens], each non-empty
-  bool starts_in_reasoning = false;                   // the rendered chat prompt opens <think>
-  std::shared_ptr<grammar::CompiledGrammar> grammar;  // req.constraint compiled; null: none
+  std::vector<std::vector<TokenId>> prompts;  // [n_prompts][n_tokens], each non-empty
+  bool starts_in_reasoning = false;           // the rendered chat prompt opens <think>
+  // req.constraint, or the forced tool calls, compiled; null: none
+  std::shared_ptr<grammar::CompiledGrammar> grammar;
 };
 
 // The prepared request, or the error to answer (status 400 or 404).

@@ -230,6 +230,7 @@ Result<CompletionRequest> parse_completion_request(Endpoint endpoint, const Orde
     DSS_ASSIGN_OR_RETURN(r.chat, parse_chat_request(j));
     if (r.chat.messages.empty()) return Status::error("messages: must not be empty");
     DSS_RETURN_IF_ERROR(read_tool_choice(j, r));
+    DSS_RETURN_IF_ERROR(read_bool(j, "parallel_tool_calls", r.parallel_tool_calls));
   } else {
     bool echo = false;
     DSS_RETURN_IF_ERROR(read_bool(j, "echo", echo));

@@ -9,7 +9,8 @@
 // skip_special_tokens, include_stop_str_in_output, return_token_ids, user (ignored); the
 // structured-output fields response_format, structured_outputs, regex, ebnf (output_constraint.h).
 //   chat: messages, tools, tool_choice (none|auto|required|{type:function,function:{name}}),
-//         logprobs (bool), top_logprobs (0..20), chat_template_kwargs.{thinking|enable_thinking}
+//         parallel_tool_calls (false: a forced call is exactly one call), logprobs (bool),
+//         top_logprobs (0..20), chat_template_kwargs.{thinking|enable_thinking}
 //   completions: prompt (string | [string] | [int] | [[int]]), logprobs (int 0..20), echo=false.
 #pragma once
 
@@ -43,6 +44,7 @@ struct CompletionRequest {
   ChatRequest chat;
   std::string tool_choice = "auto";  // none | auto | required | named
   std::string tool_choice_name;      // when named
+  bool parallel_tool_calls = true;   // false: tool_choice "required" forces exactly one call
   // completions: exactly one of the two lists is non-empty
   std::vector<std::string> prompt_texts;
   std::vector<std::vector<TokenId>> prompt_ids;

@@ -29,6 +29,11 @@ struct GenerateRequest {
   // `reasoning_end_text` in the output (when non-empty). Before that, any token but EOS.
   TokenId reasoning_end_token = -1;
   std::string reasoning_end_text;
+  // Strict tools under tool_choice auto: after that, the grammar applies only once a tool-call
+  // block starts: at the generated `grammar_trigger_token` (when >= 0) or the bytes
+  // `grammar_trigger_text` (when non-empty). Before that, any token, EOS included.
+  TokenId grammar_trigger_token = -1;
+  std::string grammar_trigger_text;
 };
 
 // Why the engine failed a request (the server maps each to an HTTP status).

@@ -359,8 +359,10 @@ void Engine::Impl::drain(std::deque<Pending>& in, std::vector<RequestId>& cancel
     l.params = p.req.params;
     l.sampler = std::make_unique<SamplerState>(p.req.params, p.req.prompt, opts.seed, p.id);
     if (p.req.grammar) {
-      l.grammar = std::make_unique<RequestGrammar>(
-          std::move(p.req.grammar), p.req.reasoning_end_token, std::move(p.req.reasoning_end_text));
+      std::vector<GrammarGate> gates = {
+          {p.req.reasoning_end_token, std::move(p.req.reasoning_end_text), false},
+          {p.req.grammar_trigger_token, std::move(p.req.grammar_trigger_text), true}};
+      l.grammar = std::make_unique<RequestGrammar>(std::move(p.req.grammar), std::move(gates));
     }
     l.sink = std::move(p.sink);
     l.n_prompt = n_prompt;

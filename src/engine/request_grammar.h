@@ -1,12 +1,14 @@
 // RequestGrammar: one request's structured-output state on the engine thread: its
-// GrammarMatcher (grammar/matcher.h) and, in thinking mode, the gate that holds the grammar back
-// until the reasoning section has ended.
+// GrammarMatcher (grammar/matcher.h) and the gates that hold the grammar back until a marker has
+// been generated: the end of a thinking-mode reasoning section (`</think>`), and for `strict`
+// tools under tool_choice auto the start of a tool-call block.
 //
 // Per step: fill_mask() before sampling the request's row (the sampler sets disallowed logits to
 // -inf), accept() with the sampled token, then done() says whether the grammar is complete.
-// While gated the mask is every id but EOS (a reasoning section cannot end the reply); the gate
-// opens after the reasoning-end token (`</think>`) or once the output bytes contain the
-// reasoning-end text, whose trailing bytes in the same token then go to the grammar.
+// Gates open in order. While one is closed the mask is every id, but EOS only where that gate
+// allows it (a reasoning section cannot end the reply; text before a tool call can). A gate opens
+// after its token or once the output bytes contain its text; the bytes after the text in the same
+// token go to the next gate, or to the grammar after the last one.
 // Threading: engine thread only (the compiled grammar it points to is shared and locks itself).
 // Cost: a cached state's mask is a copy of 2,020 words for DeepSeek's 129,280 ids; a new one
 // walks the vocabulary trie once (docs/grammar.md).
@@ -16,6 +18,8 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "base/status.h"
 #include "core/types.h"
@@ -23,12 +27,22 @@
 
 namespace dss {
 
+struct GrammarGate {
+  TokenId token = -1;      // opens on this id (< 0: none)
+  std::string text;        // or on these output bytes (empty: none)
+  bool allow_eos = false;  // whether the reply may end before the gate opens
+};
+
 class RequestGrammar {
  public:
-  // reasoning_end_token < 0 and an empty reasoning_end_text: no gate (the grammar starts at the
-  // first token).
+  // Gates in the order they open (empty: the grammar starts at the first token). A gate with
+  // neither token nor text is dropped.
+  RequestGrammar(std::shared_ptr<grammar::CompiledGrammar> grammar, std::vector<GrammarGate> gates);
+  // One reasoning gate (EOS held back); reasoning_end_token < 0 and an empty text: no gate.
   RequestGrammar(std::shared_ptr<grammar::CompiledGrammar> grammar, TokenId reasoning_end_token,
-                 std::string reasoning_end_text);
+                 std::string reasoning_end_text)
+      : RequestGrammar(std::move(grammar), {{reasoning_end_token, std::move(reasoning_end_text)}}) {
+  }
 
   // Writes the mask of ids allowed next (words.size() == the vocabulary's n_words()). Returns
   // false when it allows nothing: the grammar reached a dead end.
@@ -37,15 +51,18 @@ class RequestGrammar {
   // or bytes after the reasoning end that the grammar does not allow): the request must end.
   Status accept(TokenId token);
   // The grammar is complete (EOS accepted, or nothing but EOS could follow): the request stops.
-  bool done() const { return !gated_ && (matcher_.is_terminated() || matcher_.must_terminate()); }
-  bool gated() const { return gated_; }
+  bool done() const { return !gated() && (matcher_.is_terminated() || matcher_.must_terminate()); }
+  bool gated() const { return next_gate_ < gates_.size(); }
 
  private:
+  // Feeds output bytes to the open gate's text search; opens gates and passes what follows the
+  // last one to the grammar.
+  Status accept_gated_bytes(std::string_view bytes);
+
   grammar::GrammarMatcher matcher_;
-  bool gated_;
-  TokenId end_token_;
-  std::string end_text_;
-  std::string tail_;  // the last end_text_.size() - 1 output bytes while gated
+  std::vector<GrammarGate> gates_;
+  size_t next_gate_ = 0;  // gates_[next_gate_] is closed; == size(): the grammar runs
+  std::string tail_;      // the last text.size() - 1 output bytes while gated
 };
 
 }  // namespace dss

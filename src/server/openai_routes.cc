@@ -222,6 +222,11 @@ void OpenAiRoutes::submit(const std::shared_ptr<Call>& call, const PreparedReque
       g.reasoning_end_token = end_token;
       g.reasoning_end_text = "</think>";
     }
+    if (prep.grammar_after_tool_marker) {
+      g.grammar_trigger_text = tool_call_block_marker(*cfg_.tool_format);
+      if (tok_ != nullptr)
+        g.grammar_trigger_token = tok_->added_token_id(g.grammar_trigger_text).value_or(-1);
+    }
     if (g.params.seed) g.params.seed = *g.params.seed + static_cast<uint64_t>(i % n);
     auto id = engine_.submit(std::move(g), Call::sink(call, static_cast<int32_t>(i)));
     if (!id) {

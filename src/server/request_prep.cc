@@ -76,6 +76,25 @@ std::optional<ApiError> fit_context(const PromptContext& ctx, PreparedRequest& p
   return std::nullopt;
 }
 
+// Strict tools (function.strict: true) under tool_choice auto: their calls' grammar, from the
+// block's opening marker on. Without a tool-call parser or a grammar compiler nothing is parsed
+// or constrained (as for non-strict tools); with a response_format the reply is that format.
+std::optional<ApiError> strict_tool_calls(const PromptContext& ctx, PreparedRequest& p) {
+  const CompletionRequest& r = p.req;
+  if (!ctx.tool_format || ctx.grammars == nullptr || p.grammar || !has_strict_tool(r.chat.tools))
+    return std::nullopt;
+  ForcedToolCalls f{*ctx.tool_format, &r.chat.tools, "", r.parallel_tool_calls};
+  f.after_marker = true;
+  auto g = compile_forced_tool_calls(f, *ctx.grammars);
+  if (!g) {
+    const std::string& m = g.status().message();
+    return ApiError::bad_request(m, m.substr(0, m.find(':')));
+  }
+  p.grammar = std::move(g).value();
+  p.grammar_after_tool_marker = true;
+  return std::nullopt;
+}
+
 // tool_choice "required" or a named tool: the grammar of the model's own call format.
 std::optional<ApiError> force_tool_calls(const PromptContext& ctx, PreparedRequest& p) {
   const CompletionRequest& r = p.req;
@@ -134,6 +153,7 @@ std::optional<ApiError> prepare_request(Endpoint endpoint, std::string_view body
   }
   if (endpoint == Endpoint::kChat && (r.tool_choice == "required" || r.tool_choice == "named"))
     return force_tool_calls(ctx, out);
+  if (endpoint == Endpoint::kChat && r.tool_choice == "auto") return strict_tool_calls(ctx, out);
   return std::nullopt;
 }
 

@@ -44,6 +44,9 @@ struct PreparedRequest {
   bool starts_in_reasoning = false;           // the rendered chat prompt opens <think>
   // req.constraint, or the forced tool calls, compiled; null: none
   std::shared_ptr<grammar::CompiledGrammar> grammar;
+  // The grammar is strict tools' under tool_choice auto: it starts after the tool-call block's
+  // opening marker (tool_call_block_marker(*tool_format)); the text before it is free.
+  bool grammar_after_tool_marker = false;
 };
 
 // The prepared request, or the error to answer (status 400 or 404).

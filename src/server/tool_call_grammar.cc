@@ -14,6 +14,20 @@ namespace dss {
 using grammar::Expr;
 using grammar::GrammarIr;
 
+const char* tool_call_block_marker(ChatFormat fmt) {
+  static constexpr const char* kDsmlCalls =
+      "<｜DSML｜function_calls>";  // "<" kDsml "function_calls>"
+  return fmt == ChatFormat::kV32 ? kDsmlCalls : tok::kCallsBegin;
+}
+
+bool has_strict_tool(const OrderedJson& tools) {
+  for (const OrderedJson& t : tools)
+    if (t.is_object() && t.contains("function") && t["function"].is_object() &&
+        t["function"].value("strict", false) == true)
+      return true;
+  return false;
+}
+
 const std::vector<std::string>& tool_call_control_tokens() {
   static const std::vector<std::string> k = {tok::kCallsBegin, tok::kCallsEnd, tok::kCallBegin,
                                              tok::kCallEnd, tok::kToolSep};
@@ -162,18 +176,40 @@ Result<Expr> dsml_args(GrammarIr& ir, const OrderedJson& fn, const std::string& 
   return Expr::seq(std::move(params));
 }
 
-// One call of tool `fn` (tools[index]) in format `fmt`.
+// Any DSML parameters (a non-strict tool under tool_choice auto): names without quotes or
+// markup, values without '<' (a JSON value holding '<' cannot be written here).
+Expr free_dsml_params() {
+  const std::string d = tok::kDsml;
+  grammar::CodepointSet name_bad, value_bad;
+  for (char c : std::string("\"<>\n")) name_bad.add(static_cast<uint32_t>(c));
+  value_bad.add('<');
+  Expr param =
+      Expr::seq({Expr::literal("<" + d + "parameter name=\""),
+                 Expr::plus(grammar::utf8_expr(name_bad.complement())),
+                 Expr::literal("\" string=\""), Expr::literals({"true", "false"}),
+                 Expr::literal("\">"), Expr::star(grammar::utf8_expr(value_bad.complement())),
+                 Expr::literal("</" + d + "parameter>\n")});
+  return Expr::alt({Expr::star(std::move(param)), Expr::literal("\n")});
+}
+
+// One call of tool `fn` (tools[index]) in format `fmt`; `free_args`: any arguments (a
+// non-strict tool under tool_choice auto).
 Result<Expr> one_call(GrammarIr& ir, ChatFormat fmt, const OrderedJson& fn, size_t index,
-                      const grammar::TokenVocab& vocab) {
+                      bool free_args, const grammar::TokenVocab& vocab) {
   const std::string name = fn["name"].get<std::string>();
   const std::string field = str_cat("tools[", index, "].function.parameters");
   const std::string prefix = str_cat("tool", index, "-");
+  auto json_args_or_any = [&]() -> Result<Expr> {
+    if (free_args)
+      return Expr::ref(ir.import(grammar::json_object_ir(kArgsOptions.whitespace), prefix));
+    return json_args(ir, fn, prefix, field);
+  };
   switch (fmt) {
     case ChatFormat::kV3: {
       DSS_ASSIGN_OR_RETURN(Expr begin, control(vocab, tok::kCallBegin));
       DSS_ASSIGN_OR_RETURN(Expr sep, control(vocab, tok::kToolSep));
       DSS_ASSIGN_OR_RETURN(Expr end, control(vocab, tok::kCallEnd));
-      DSS_ASSIGN_OR_RETURN(Expr args, json_args(ir, fn, prefix, field));
+      DSS_ASSIGN_OR_RETURN(Expr args, json_args_or_any());
       return Expr::seq({std::move(begin), Expr::literal("function"), std::move(sep),
                         Expr::literal(name + "\n```json\n"), std::move(args),
                         Expr::literal("\n```"), std::move(end)});
@@ -182,7 +218,7 @@ Result<Expr> one_call(GrammarIr& ir, ChatFormat fmt, const OrderedJson& fn, size
       DSS_ASSIGN_OR_RETURN(Expr begin, control(vocab, tok::kCallBegin));
       DSS_ASSIGN_OR_RETURN(Expr sep, control(vocab, tok::kToolSep));
       DSS_ASSIGN_OR_RETURN(Expr end, control(vocab, tok::kCallEnd));
-      DSS_ASSIGN_OR_RETURN(Expr args, json_args(ir, fn, prefix, field));
+      DSS_ASSIGN_OR_RETURN(Expr args, json_args_or_any());
       return Expr::seq(
           {std::move(begin), Expr::literal(name), std::move(sep), std::move(args), std::move(end)});
     }
@@ -190,7 +226,10 @@ Result<Expr> one_call(GrammarIr& ir, ChatFormat fmt, const OrderedJson& fn, size
       if (name.find_first_of("\"<>") != std::string::npos)
         return Status::error("tools[", index, "].function.name: '", name,
                              "' cannot be a DSML invoke name");
-      DSS_ASSIGN_OR_RETURN(Expr params, dsml_args(ir, fn, prefix, field));
+      Expr params = free_dsml_params();
+      if (!free_args) {
+        DSS_ASSIGN_OR_RETURN(params, dsml_args(ir, fn, prefix, field));
+      }
       const std::string d = tok::kDsml;
       return Expr::seq({Expr::literal("<" + d + "invoke name=\"" + name + "\">\n"),
                         std::move(params), Expr::literal("</" + d + "invoke>")});
@@ -199,19 +238,24 @@ Result<Expr> one_call(GrammarIr& ir, ChatFormat fmt, const OrderedJson& fn, size
   return Status::error("tool_choice: unknown tool-call format");
 }
 
-// The whole block around `call` (one rule: any allowed call), once or repeated.
-Result<Expr> call_block(ChatFormat fmt, Expr call, bool several, const grammar::TokenVocab& vocab) {
+// The block around `call` (one rule: any allowed call), once or repeated; `after_marker`: without
+// the block's opening marker (the gate before the grammar consumed it).
+Result<Expr> call_block(ChatFormat fmt, const Expr& call, bool several, bool after_marker,
+                        const grammar::TokenVocab& vocab) {
   if (fmt == ChatFormat::kV32) {
     const std::string d = tok::kDsml;
     Expr more = several ? Expr::star(Expr::seq({Expr::literal("\n"), call})) : Expr::empty();
-    return Expr::seq({Expr::literal("\n\n<" + d + "function_calls>\n"), call, std::move(more),
-                      Expr::literal("\n</" + d + "function_calls>")});
+    Expr open =
+        after_marker ? Expr::literal("\n") : Expr::literal("\n\n<" + d + "function_calls>\n");
+    return Expr::seq(
+        {std::move(open), call, std::move(more), Expr::literal("\n</" + d + "function_calls>")});
   }
   DSS_ASSIGN_OR_RETURN(Expr begin, control(vocab, tok::kCallsBegin));
   DSS_ASSIGN_OR_RETURN(Expr end, control(vocab, tok::kCallsEnd));
   Expr next = fmt == ChatFormat::kV3 ? Expr::seq({Expr::literal("\n"), call}) : call;
   Expr more = several ? Expr::star(std::move(next)) : Expr::empty();
-  return Expr::seq({std::move(begin), std::move(call), std::move(more), std::move(end)});
+  if (after_marker) return Expr::seq({call, std::move(more), std::move(end)});
+  return Expr::seq({std::move(begin), call, std::move(more), std::move(end)});
 }
 
 }  // namespace
@@ -225,14 +269,16 @@ Result<GrammarIr> forced_tool_calls_ir(const ForcedToolCalls& f, const grammar::
   for (size_t i = 0; i < f.tools->size(); ++i) {
     const OrderedJson& fn = (*f.tools)[i]["function"];
     if (!f.only_name.empty() && fn["name"] != f.only_name) continue;
-    DSS_ASSIGN_OR_RETURN(Expr call, one_call(ir, f.format, fn, i, vocab));
+    const bool free_args = f.after_marker && fn.value("strict", false) != true;
+    DSS_ASSIGN_OR_RETURN(Expr call, one_call(ir, f.format, fn, i, free_args, vocab));
     calls.push_back(std::move(call));
   }
   if (calls.empty())
     return Status::error("tool_choice.function.name: '", f.only_name, "' is not in tools");
   ir.define(call_rule, Expr::alt(std::move(calls)));
-  DSS_ASSIGN_OR_RETURN(Expr block, call_block(f.format, Expr::ref(call_rule),
-                                              f.only_name.empty() && f.several, vocab));
+  DSS_ASSIGN_OR_RETURN(Expr block,
+                       call_block(f.format, Expr::ref(call_rule), f.only_name.empty() && f.several,
+                                  f.after_marker, vocab));
   ir.define(ir.root, std::move(block));
   return ir;
 }
@@ -240,8 +286,9 @@ Result<GrammarIr> forced_tool_calls_ir(const ForcedToolCalls& f, const grammar::
 Result<std::shared_ptr<grammar::CompiledGrammar>> compile_forced_tool_calls(
     const ForcedToolCalls& f, grammar::GrammarCompiler& compiler) {
   DSS_CHECK(f.tools != nullptr, "tools must be given");
-  std::string key = str_cat("forced_tools:", chat_format_name(f.format), ":", f.several ? 'n' : '1',
-                            ":", f.only_name.size(), ":", f.only_name, ":");
+  std::string key =
+      str_cat("tool_calls:", chat_format_name(f.format), ":", f.several ? 'n' : '1',
+              f.after_marker ? 'a' : 'f', ":", f.only_name.size(), ":", f.only_name, ":");
   key += f.tools->dump();
   return compiler.from_ir_cached(std::move(key),
                                  [&] { return forced_tool_calls_ir(f, *compiler.vocab()); });

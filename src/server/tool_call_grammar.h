@@ -45,11 +45,21 @@ namespace dss {
 // The added tokens the V3 / V3.1 call formats need as control tokens.
 const std::vector<std::string>& tool_call_control_tokens();
 
+// The text that opens a call block (V3/V3.1: the <｜tool▁calls▁begin｜> token's text; V3.2:
+// `<｜DSML｜function_calls>`): where the grammar of strict tools under tool_choice auto starts.
+const char* tool_call_block_marker(ChatFormat fmt);
+// Whether any of `tools` has `function.strict: true`.
+bool has_strict_tool(const OrderedJson& tools);
+
 struct ForcedToolCalls {
   ChatFormat format = ChatFormat::kV3;
   const OrderedJson* tools = nullptr;  // the request's `tools` array (validated names)
   std::string only_name;               // non-empty: exactly one call to this tool
   bool several = true;                 // with only_name empty: one or more calls, else one
+  // Strict tools under tool_choice auto: the grammar of the block after its opening marker (the
+  // engine's gate waits for tool_call_block_marker()); only tools with `strict: true` are held to
+  // their schema, the others take any arguments (V3.2: any parameters whose values hold no '<').
+  bool after_marker = false;
 };
 
 Result<grammar::GrammarIr> forced_tool_calls_ir(const ForcedToolCalls& f,

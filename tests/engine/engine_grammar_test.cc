@@ -164,6 +164,48 @@ TEST(EngineGrammar, SampledOutputsStayInsideTheGrammar) {
   }
 }
 
+TEST(EngineGrammar, TriggerTokenStartsTheGrammar) {
+  // Strict tools under tool_choice auto: free output until the trigger token, then the grammar.
+  auto e = Engine::create(opts());
+  ASSERT_TRUE(e.is_ok()) << e.message();
+  grammar::GrammarCompiler compiler(vocab());
+  auto digits = compiler.regex("[0-9]{3}");
+  ASSERT_TRUE(digits.is_ok());
+  EventCollector col;
+  GenerateRequest r;
+  r.prompt = prompt_of(3);
+  r.params.temperature = 0.0f;
+  r.params.max_tokens = 6;
+  r.params.ignore_eos = true;
+  auto free_id = (*e)->submit(r, col.sink());
+  ASSERT_TRUE(free_id.is_ok());
+  col.wait_done(1);
+  const std::vector<TokenId> free = col.get(*free_id).tokens;
+  ASSERT_EQ(free.size(), 6u);
+  // The trigger: the first token that does not occur earlier, after the first.
+  size_t k = 1;
+  while (k < free.size() && std::find(free.begin(), free.begin() + k, free[k]) != free.begin() + k)
+    ++k;
+  ASSERT_LT(k, free.size());
+  r.params.max_tokens = 16;
+  r.params.ignore_eos = false;
+  r.grammar = *digits;
+  r.grammar_trigger_token = free[k];
+  auto id = (*e)->submit(r, col.sink());
+  ASSERT_TRUE(id.is_ok());
+  col.wait_done(2);
+  const EventCollector::Output o = col.get(*id);
+  EXPECT_EQ(o.last.finish, FinishReason::kStop);
+  ASSERT_GE(o.tokens.size(), k + 4);
+  EXPECT_EQ(std::vector<TokenId>(o.tokens.begin(), o.tokens.begin() + k + 1),
+            std::vector<TokenId>(free.begin(), free.begin() + k + 1));  // greedy, unconstrained
+  std::vector<TokenId> rest(o.tokens.begin() + k + 1, o.tokens.end());
+  if (!rest.empty() && rest.back() == kEos) rest.pop_back();
+  const std::string s = text_of(rest);
+  EXPECT_EQ(s.size(), 3u) << s;
+  EXPECT_TRUE(std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; })) << s;
+}
+
 TEST(EngineGrammar, DeadEndFailsOnlyItsRequest) {
   auto e = Engine::create(opts());
   ASSERT_TRUE(e.is_ok()) << e.message();

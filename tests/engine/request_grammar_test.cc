@@ -89,5 +89,38 @@ TEST(RequestGrammar, BytesAfterTheMarkerThatTheGrammarRefusesAreAnError) {
   EXPECT_FALSE(g.accept(kTailBrace));  // "{" is not a digit
 }
 
+TEST(RequestGrammar, TwoGatesInOrderTheSecondLettingTheReplyEnd) {
+  // Thinking mode with a strict tool under tool_choice auto: reasoning, then free text, then the
+  // call-block marker ("<c>" here) starts the grammar.
+  Fixture f;
+  RequestGrammar g(*f.compiler.regex("[0-9]+"),
+                   {{kThinkEnd, "</think>", false}, {-1, "<c>", true}});
+  ASSERT_TRUE(g.fill_mask(f.words));
+  EXPECT_EQ(allowed_ids(f.words).size(), 258u);                      // reasoning: every id but EOS
+  for (const char c : std::string("<c>")) ASSERT_TRUE(g.accept(c));  // inside reasoning: no effect
+  ASSERT_TRUE(g.accept(kThinkEnd));
+  EXPECT_TRUE(g.gated());
+  ASSERT_TRUE(g.fill_mask(f.words));
+  EXPECT_EQ(allowed_ids(f.words).size(), 259u);  // free text: EOS too (the reply may end here)
+  for (const char c : std::string("text <c")) ASSERT_TRUE(g.accept(c));
+  EXPECT_TRUE(g.gated());
+  ASSERT_TRUE(g.accept('>'));
+  EXPECT_FALSE(g.gated());
+  ASSERT_TRUE(g.fill_mask(f.words));
+  EXPECT_EQ(allowed_ids(f.words).size(), 10u);  // the grammar: digits only
+  EXPECT_FALSE(g.accept('x'));
+}
+
+TEST(RequestGrammar, OneTokenCanOpenTwoTextGatesAndFeedTheGrammar) {
+  Fixture f;
+  // "k>{" ends "</think>", and with "{" as the second gate's marker the grammar starts after it.
+  RequestGrammar g(*f.compiler.regex("[a-z]+"), {{-1, "</think>", false}, {-1, "{", true}});
+  for (const char c : std::string("</thin")) ASSERT_TRUE(g.accept(c));
+  ASSERT_TRUE(g.accept(kTailBrace));
+  EXPECT_FALSE(g.gated());
+  ASSERT_TRUE(g.fill_mask(f.words));
+  EXPECT_EQ(allowed_ids(f.words).size(), 26u);
+}
+
 }  // namespace
 }  // namespace dss

@@ -3,7 +3,8 @@
 // the official Jinja templates, V3.2: the reference encoder, reproduced byte for byte by
 // render_chat and its golden tests): that text, tokenized as the model would emit it, must be
 // accepted token by token and end the grammar. Also: the markers are reachable only as their
-// control tokens, arguments follow the schema, named / parallel_tool_calls limit the calls, and
+// control tokens, arguments follow the schema, named / parallel_tool_calls limit the calls,
+// strict tools under tool_choice auto are held to their schema from the block's marker on, and
 // schemas the format cannot carry are errors naming the field.
 #include "server/tool_call_grammar.h"
 
@@ -128,6 +129,34 @@ TEST(ToolCallGrammar, ArgumentsFollowTheSchema) {
     const std::string unknown = rendered_calls(fmt, {{.name = "get_time", .arguments = "{}"}});
     EXPECT_FALSE(feed(compile(fmt), unknown).accepted) << unknown;
   }
+}
+
+TEST(ToolCallGrammar, StrictToolsUnderAutoFromTheBlockMarkerOn) {
+  OrderedJson tools = kTools;
+  tools[0]["function"]["strict"] = true;  // get_weather strict, noop not
+  grammar::GrammarCompiler compiler(vocab());
+  for (ChatFormat fmt : {ChatFormat::kV3, ChatFormat::kV31, ChatFormat::kV32}) {
+    SCOPED_TRACE(chat_format_name(fmt));
+    ForcedToolCalls f{fmt, &tools, "", true};
+    f.after_marker = true;
+    auto g = compile_forced_tool_calls(f, compiler);
+    ASSERT_TRUE(g) << g.message();
+    // What follows the marker in the template's rendering.
+    auto after_marker = [&](const std::vector<ChatToolCall>& calls) {
+      const std::string block = rendered_calls(fmt, calls);
+      const std::string marker = tool_call_block_marker(fmt);
+      return block.substr(block.find(marker) + marker.size());
+    };
+    EXPECT_TRUE(feed(*g, after_marker(kTwoCalls)).ends) << after_marker(kTwoCalls);
+    // The non-strict tool takes any arguments; the strict one only its schema's.
+    const std::string free = after_marker({{.name = "noop", .arguments = R"({"any": [1, "x"]})"}});
+    EXPECT_TRUE(feed(*g, free).ends) << free;
+    const std::string bad =
+        after_marker({{.name = "get_weather", .arguments = R"({"city": "Paris", "days": 9})"}});
+    EXPECT_FALSE(feed(*g, bad).accepted) << bad;
+  }
+  EXPECT_TRUE(has_strict_tool(tools));
+  EXPECT_FALSE(has_strict_tool(kTools));
 }
 
 TEST(ToolCallGrammar, MarkersOnlyAsTheirControlTokens) {

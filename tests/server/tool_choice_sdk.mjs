@@ -146,6 +146,20 @@ for (const spec of servers) {
   await Promise.all(jobs);
   console.log(`ok   ${format}: ${jobs.length} forced requests (+ streamed twins), ${cut}/3 parallel ones cut by max_tokens (${Date.now() - t0} ms)`);
 
+  // Strict tools under tool_choice auto: the random model rarely opens a call block on its own,
+  // so this checks that such requests are served (the grammar waits behind the block's marker)
+  // and that any call it does make validates; the gate itself is tested in the engine and unit
+  // tests.
+  const strictTools = tools.map((t) => ({ ...t, function: { ...t.function, strict: true } }));
+  for (const seed of [7, 8]) {
+    const r = await client.chat.completions.create({
+      model, messages: user('Maybe call a tool'), tools: strictTools, max_tokens: 24, seed, temperature: 1.0,
+    });
+    const m = r.choices[0];
+    assert.ok(['stop', 'length', 'tool_calls'].includes(m.finish_reason), m.finish_reason);
+    if (m.finish_reason === 'tool_calls') checkCalls(`${format} strict auto`, m.message.tool_calls, null);
+  }
+
   // Errors name the field.
   const bad = async (extra, param, word) => {
     await assert.rejects(client.chat.completions.create({ model, messages: user('x'), max_tokens: 4, ...extra }),

@@ -85,6 +85,7 @@ int run_generate(GenerateArgs& a) {
     return 2;
   }
   a.engine.expert_parallel = a.parallel.ep_size > 1;
+  a.engine.dist_timeout_s = a.parallel.dist_timeout_s;
   auto engine = Engine::create(a.engine, par->tp_group());
   if (!engine) {
     std::fprintf(stderr, "dsserve generate: %s\n", engine.message().c_str());

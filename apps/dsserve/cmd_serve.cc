@@ -53,6 +53,7 @@ int run_serve(ServeArgs& a) {
   Result<ParallelRun> par = start_parallel(a.parallel);
   if (!par) return fail(par.message(), 2);
   a.engine.expert_parallel = a.parallel.ep_size > 1;
+  a.engine.dist_timeout_s = a.parallel.dist_timeout_s;
   if (a.engine.model_dir.empty() && par->rank() != 0) {
     a.engine.model_dir = kDefaultModel;
     par->world->barrier();  // rank 0 creates it

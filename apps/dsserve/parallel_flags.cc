@@ -21,6 +21,11 @@ void add_parallel_flags(CLI::App* cmd, ParallelArgs& a) {
       ->capture_default_str();
   cmd->add_flag("--enable-dp-attention", a.enable_dp_attention,
                 "DP attention groups with expert-parallel MoE (not supported yet)");
+  cmd->add_option("--dist-timeout", a.dist_timeout_s,
+                  "Seconds a step of a parallel job may stall (a rank gone or hung) before every "
+                  "rank exits; 0: auto (60 s for the first step, then max(5 s, 2 x the longest))")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
 }
 
 Result<ParallelRun> start_parallel(const ParallelArgs& a) {

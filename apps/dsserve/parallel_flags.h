@@ -17,6 +17,7 @@ struct ParallelArgs {
   int32_t ep_size = 1;  // --ep-size / --expert-parallel-size: 1 or tp_size (experts partitioned)
   int32_t dp_size = 1;  // --dp-size: data-parallel replicas / attention groups (not yet: 1)
   bool enable_dp_attention = false;
+  double dist_timeout_s = 0.0;  // --dist-timeout: stalled-step limit (0: auto; step_watchdog.h)
 };
 
 void add_parallel_flags(CLI::App* cmd, ParallelArgs& a);

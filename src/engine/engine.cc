@@ -15,6 +15,7 @@
 #include "core/validate_sampling_params.h"
 #include "engine/request_grammar.h"
 #include "engine/step_channel.h"
+#include "engine/step_watchdog.h"
 #include "grammar/compiled_grammar.h"
 #include "kv/block_pool.h"
 #include "kv/kv_cache.h"
@@ -94,8 +95,9 @@ Result<int64_t> kv_pool_pages(const EngineOptions& o, const KvLayout& layout,
 struct Engine::Impl {
   EngineOptions opts;
   std::unique_ptr<Model> model;
-  MpiComm* tp_group = nullptr;         // size > 1 only
-  std::unique_ptr<StepChannel> steps;  // tensor parallel: rank 0 sends, the others receive
+  MpiComm* tp_group = nullptr;             // size > 1 only
+  std::unique_ptr<StepChannel> steps;      // tensor parallel: rank 0 sends, the others receive
+  std::unique_ptr<StepWatchdog> watchdog;  // tensor parallel: ends the job if a step stalls
   int32_t context_length = 0;
   int32_t eos = 1;
   std::unique_ptr<KvCache> kv;
@@ -232,6 +234,7 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& o, MpiComm* 
     const int32_t max_pages = (impl->context_length + o.page_size - 1) / o.page_size + 1;
     impl->steps = std::make_unique<StepChannel>(
         *impl->tp_group, StepChannel::payload_words(max_tokens, max_seqs, max_pages, max_seqs));
+    impl->watchdog = std::make_unique<StepWatchdog>(o.dist_timeout_s, impl->tp_group->rank());
     if (impl->tp_group->rank() != 0) return std::unique_ptr<Engine>(new Engine(std::move(impl)));
   }
   Impl* raw = impl.get();
@@ -310,11 +313,22 @@ void Engine::shutdown() {
   if (impl_->thread.joinable()) impl_->thread.join();
 }
 
+void Engine::set_on_stall(std::function<void(const std::string&)> on_stall) {
+  if (impl_->watchdog) impl_->watchdog->set_on_stall(std::move(on_stall));
+}
+
+void Engine::expect_shutdown() {
+  if (impl_->watchdog) impl_->watchdog->expect_shutdown();
+}
+
 void Engine::follow() {
   Impl& m = *impl_;
   DSS_CHECK(m.tp_group != nullptr && m.tp_group->rank() != 0, "Engine::follow on rank 0");
-  while (std::optional<ForwardBatch> b = m.steps->receive())
+  while (std::optional<ForwardBatch> b = m.steps->receive()) {
+    m.watchdog->step_begin();
     m.model->forward(*b, *m.kv, *m.ws, m.logits.data());
+    m.watchdog->step_end();
+  }
 }
 
 void Engine::Impl::loop() {
@@ -455,8 +469,10 @@ void Engine::Impl::step() {
     if (it != live.end() && it->second.t_scheduled == 0.0) it->second.t_scheduled = t0;
   }
   const ForwardBatch& batch = builder.build(plan);
+  if (watchdog) watchdog->step_begin();
   if (steps) steps->send(batch);  // the other ranks of the group run the same forward
   model->forward(batch, *kv, *ws, logits.data());
+  if (watchdog) watchdog->step_end();
   fill_masks(plan);
   SampledRows rows = sample_rows(plan);
   StepOutcome out;

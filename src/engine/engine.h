@@ -15,6 +15,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -75,6 +76,12 @@ class Engine {
   // Synchronous check of every page: pool, radix, scheduler (blocks until the engine is between
   // steps).
   void check_integrity();
+
+  // Parallel jobs (a tensor-parallel group of size > 1; no-ops otherwise): the step watchdog
+  // (engine/step_watchdog.h). on_stall runs once, on the watchdog's thread, before the process
+  // exits; expect_shutdown() after a SIGTERM shortens the stall limit.
+  void set_on_stall(std::function<void(const std::string&)> on_stall);
+  void expect_shutdown();
 
  private:
   struct Impl;

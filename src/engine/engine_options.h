@@ -33,6 +33,9 @@ struct EngineOptions {
   ActQuant act_quant = ActQuant::kNone;
   // --ep-size equal to --tp-size: the routed experts partitioned over the tensor-parallel group.
   bool expert_parallel = false;
+  // --dist-timeout: seconds a step of a parallel job may stall before the job is ended (0: auto;
+  // engine/step_watchdog.h).
+  double dist_timeout_s = 0.0;
   double slo_tpot_ms = 0.0;  // --slo-tpot-ms: dynamic batch cap target (0: off)
   double slo_ttft_ms = 0.0;  // --slo-ttft-ms: lets a lowered cap rise (0: off)
   // --request-timeout: seconds from arrival after which a request ends with an error (0: off).

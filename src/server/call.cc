@@ -55,6 +55,7 @@ void OpenAiRoutes::Call::drain() {
     events.swap(queue);
     scheduled = false;
   }
+  if (completed) return;  // answered already (OpenAiRoutes::fail_all): late events are dropped
   std::string out;
   for (auto& [i, e] : events) process(i, e, out);
   if (stream && !reject && !out.empty()) ex->write(std::move(out));

@@ -546,6 +546,7 @@ struct HttpServer::Impl {
   }
 
   void begin_shutdown() {
+    if (hooks.on_shutdown) hooks.on_shutdown();
     if (shutting_down.exchange(true)) return;
     shutdown_start = std::chrono::steady_clock::now();
     log_info("shutting down: no new connections; waiting up to ", opts.shutdown_timeout_s,

@@ -38,6 +38,7 @@ struct HttpServerHooks {
   std::function<void(HttpRequest&&, std::shared_ptr<HttpExchange>)> handle;
   std::function<int64_t()> in_flight;  // requests still being answered
   std::function<void()> cancel_all;    // cancel everything in flight (shutdown timeout hit)
+  std::function<void()> on_shutdown;   // shutdown began: a signal or request_shutdown (optional)
 };
 
 class HttpServer {

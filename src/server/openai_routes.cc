@@ -89,6 +89,8 @@ void OpenAiRoutes::handle(HttpRequest&& req, std::shared_ptr<HttpExchange> ex) {
   }
   if (path == "/health") {
     if (!method_is("GET")) return;
+    if (failed_.load())
+      return reply(*ex, 503, OrderedJson{{"status", "unhealthy"}, {"error", failed_why_}}.dump());
     if (draining_ && draining_()) return reply(*ex, 503, "{\"status\":\"shutting down\"}");
     return reply(*ex, 200, "{\"status\":\"ok\"}");
   }
@@ -120,6 +122,7 @@ void OpenAiRoutes::handle(HttpRequest&& req, std::shared_ptr<HttpExchange> ex) {
 
 void OpenAiRoutes::generate(Endpoint endpoint, const HttpRequest& req,
                             std::shared_ptr<HttpExchange> ex) {
+  if (failed_.load()) return reply_error(*ex, ApiError{503, failed_why_, "", ""});
   if (draining_ && draining_())
     return reply_error(*ex, ApiError{503, "server is shutting down", "", ""});
   PreparedRequest prep;
@@ -259,6 +262,26 @@ void OpenAiRoutes::on_call_done(uint64_t call_id, int32_t n_engine_requests) {
   n_engine_requests_.fetch_sub(n_engine_requests);
   n_calls_.fetch_sub(1);
   metrics_.stream_closed();
+}
+
+void OpenAiRoutes::fail_all(const std::string& why) {
+  std::vector<std::shared_ptr<Call>> calls;
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    if (failed_.load()) return;
+    failed_why_ = why;
+    failed_.store(true);
+    for (auto& [id, w] : live_)
+      if (auto c = w.lock()) calls.push_back(std::move(c));
+  }
+  for (auto& c : calls) {
+    c->ex->post([c, why] {
+      if (c->completed) return;
+      c->error = why;
+      c->error_status = 503;
+      c->complete();
+    });
+  }
 }
 
 void OpenAiRoutes::cancel_all() {

@@ -54,6 +54,10 @@ class OpenAiRoutes {
   int64_t in_flight() const { return n_calls_.load(); }
   const RoutesConfig& config() const { return cfg_; }
   void cancel_all();
+  // The engine cannot go on (a parallel job lost a rank: engine/step_watchdog.h): every open call
+  // answers `why` now as a 503 (a stream: a last error event and [DONE]), without waiting for its
+  // engine events; /health and new requests get 503 from then on. Any thread.
+  void fail_all(const std::string& why);
   // Requests arriving while this returns true get 503.
   void set_draining(std::function<bool()> draining) { draining_ = std::move(draining); }
 
@@ -79,6 +83,8 @@ class OpenAiRoutes {
   // Structured output: compiled grammars, cached by source (null without a tokenizer).
   std::unique_ptr<grammar::GrammarCompiler> grammars_;
   std::function<bool()> draining_;
+  std::atomic<bool> failed_{false};  // fail_all ran
+  std::string failed_why_;           // written before failed_ is set, then constant
   int64_t created_ = 0;
   std::atomic<int64_t> n_calls_{0};
   std::atomic<int64_t> n_engine_requests_{0};

@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# Faults of a parallel server (issue #36): `mpirun -np 2 dsserve serve --tp-size 2` with a
+# streamed request in flight, then one rank is
+#   killed (kill -9 rank 1): every rank must be gone within 10 s, the stream must end with an
+#     error event and [DONE], mpirun's exit status must be non-zero and the log must name rank 1;
+#   hung (SIGSTOP rank 1): the step watchdog must turn /health unhealthy, end the stream with an
+#     error event, and every rank must be gone within 10 s with a non-zero status.
+# Usage: tp_fault_test.sh DSSERVE REPO_ROOT
+set -euo pipefail
+bin="$(realpath "$1")" root="$(realpath "$2")"
+# shellcheck source=../server/server_lib.sh
+source "$root/tests/server/server_lib.sh"
+scratch_dir tp-fault
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+export DSS_FAULT_TAG="$WORK"
+"$bin" init-model --preset tiny-v32 --out "$WORK/tiny-v32" --seed 7 >/dev/null 2>&1
+trap 'for e in /proc/[0-9]*/environ; do grep -qzx "DSS_FAULT_TAG=$WORK" "$e" 2>/dev/null &&
+  kill -9 "$(basename "$(dirname "$e")")" 2>/dev/null; done; rm -rf "$WORK"' EXIT
+
+now_ms() { echo $(($(date +%s%N) / 1000000)); }
+rank_pid() {  # rank_pid LAUNCHER RANK
+  for p in $(pgrep -P "$1"); do
+    tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=$2" && echo "$p"
+  done
+}
+
+# run_case NAME SIGNAL: starts the job, streams, sends SIGNAL to rank 1, checks the outcome.
+run_case() {
+  local name=$1 sig=$2 log="$WORK/$1.log" out="$WORK/$1.stream"
+  mpirun --oversubscribe --bind-to none -np 2 "$bin" serve --model "$WORK/tiny-v32" --port 0 \
+    --tp-size 2 >"$log" 2>&1 &
+  local launcher=$! port=""
+  for _ in $(seq 1 1800); do
+    port=$(sed -n 's|.* on http://127\.0\.0\.1:\([0-9]*\)$|\1|p' "$log" | head -1)
+    [ -n "$port" ] && break
+    kill -0 "$launcher" 2>/dev/null || { cat "$log" >&2; fail "$name: mpirun exited at start-up"; }
+    sleep 0.1
+  done
+  [ -n "$port" ] || fail "$name: no port"
+  curl -sN "http://127.0.0.1:$port/v1/completions" -o "$out" \
+    -d '{"prompt": "hi", "max_tokens": 2000, "ignore_eos": true, "stream": true}' &
+  local client=$!
+  local n_chunks=0
+  for _ in $(seq 1 600); do
+    n_chunks=$(grep -c '^data: {' "$out" 2>/dev/null) || n_chunks=0
+    [ "$n_chunks" -ge 5 ] && break
+    sleep 0.05
+  done
+  [ "$n_chunks" -ge 5 ] || { cat "$out" >&2; fail "$name: the stream did not start"; }
+  local r1
+  r1=$(rank_pid "$launcher" 1)
+  [ -n "$r1" ] || fail "$name: rank 1 not found"
+  local t0 unhealthy_ms=""
+  t0=$(now_ms)
+  kill "-$sig" "$r1"
+  while kill -0 "$launcher" 2>/dev/null; do
+    if [ -z "$unhealthy_ms" ] &&
+      curl -s -m 0.5 "http://127.0.0.1:$port/health" 2>/dev/null | grep -q unhealthy; then
+      unhealthy_ms=$(($(now_ms) - t0))
+    fi
+    [ $(($(now_ms) - t0)) -lt 15000 ] || fail "$name: ranks still running after 15 s"
+    sleep 0.05
+  done
+  local rc=0
+  wait "$launcher" || rc=$?
+  local gone_ms=$(($(now_ms) - t0))
+  # Every rank gone (mpirun exits after its children).
+  [ -z "$(rank_pid "$launcher" 0)$(rank_pid "$launcher" 1)" ] || fail "$name: a rank outlived mpirun"
+  wait "$client" || true
+  echo "$name: all ranks gone $gone_ms ms after SIG$sig, mpirun exit status $rc," \
+    "/health unhealthy at ${unhealthy_ms:-never seen} ms"
+  [ "$gone_ms" -le 10000 ] || fail "$name: took $gone_ms ms (> 10 s)"
+  [ "$rc" -ne 0 ] || fail "$name: exit status 0"
+  grep -q '^data: {"error":{"message":"rank 0: step [0-9]* stalled' "$out" ||
+    { tail -c 500 "$out" >&2; fail "$name: the stream has no error event"; }
+  [ "$(grep '^data: ' "$out" | tail -1)" = "data: [DONE]" ] || fail "$name: no [DONE] after the error"
+  grep -q "stalled for" "$log" || { cat "$log" >&2; fail "$name: the log has no stall line"; }
+  if [ "$sig" = KILL ]; then
+    grep -q "process rank 1 .*exited on signal 9" "$log" || { cat "$log" >&2; fail "$name: log does not name rank 1"; }
+  else
+    [ -n "$unhealthy_ms" ] || fail "$name: /health never turned unhealthy"
+  fi
+}
+
+run_case killed KILL
+run_case hung STOP
+echo "tp_fault_test: all passed"

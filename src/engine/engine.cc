@@ -1,6 +1,7 @@
 #include "engine/engine.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <fstream>
 #include <future>
@@ -98,6 +99,10 @@ struct Engine::Impl {
   MpiComm* tp_group = nullptr;             // size > 1 only
   std::unique_ptr<StepChannel> steps;      // tensor parallel: rank 0 sends, the others receive
   std::unique_ptr<StepWatchdog> watchdog;  // tensor parallel: ends the job if a step stalls
+  RankStats own;                           // tensor parallel: this rank's totals
+  // Tensor parallel, every rank: one forward of the group's step, timed, with the watchdog on;
+  // every kRankStatsEvery forwards the ranks' totals are gathered (rank 0 keeps them in stats).
+  void tp_forward(const ForwardBatch& b);
   int32_t context_length = 0;
   int32_t eos = 1;
   std::unique_ptr<KvCache> kv;
@@ -324,11 +329,7 @@ void Engine::expect_shutdown() {
 void Engine::follow() {
   Impl& m = *impl_;
   DSS_CHECK(m.tp_group != nullptr && m.tp_group->rank() != 0, "Engine::follow on rank 0");
-  while (std::optional<ForwardBatch> b = m.steps->receive()) {
-    m.watchdog->step_begin();
-    m.model->forward(*b, *m.kv, *m.ws, m.logits.data());
-    m.watchdog->step_end();
-  }
+  while (std::optional<ForwardBatch> b = m.steps->receive()) m.tp_forward(*b);
 }
 
 void Engine::Impl::loop() {
@@ -469,10 +470,12 @@ void Engine::Impl::step() {
     if (it != live.end() && it->second.t_scheduled == 0.0) it->second.t_scheduled = t0;
   }
   const ForwardBatch& batch = builder.build(plan);
-  if (watchdog) watchdog->step_begin();
-  if (steps) steps->send(batch);  // the other ranks of the group run the same forward
-  model->forward(batch, *kv, *ws, logits.data());
-  if (watchdog) watchdog->step_end();
+  if (steps) {
+    steps->send(batch);  // the other ranks of the group run the same forward
+    tp_forward(batch);
+  } else {
+    model->forward(batch, *kv, *ws, logits.data());
+  }
   fill_masks(plan);
   SampledRows rows = sample_rows(plan);
   StepOutcome out;
@@ -616,6 +619,33 @@ void Engine::Impl::fill_masks(const StepPlan& plan) {
   std::lock_guard<std::mutex> lk(mu);
   stats.grammar_masks += n_masks;
   stats.grammar_mask_seconds += dt;
+}
+
+void Engine::Impl::tp_forward(const ForwardBatch& b) {
+  watchdog->step_begin();
+  const int64_t t0 = steady_ns();
+  model->forward(b, *kv, *ws, logits.data());
+  own.forwards += 1;
+  own.forward_seconds += static_cast<double>(steady_ns() - t0) * 1e-9;
+  own.collective_seconds = static_cast<double>(ws->collective_ns) * 1e-9;
+  own.collective_bytes = ws->collective_bytes;
+  if (own.forwards % kRankStatsEvery == 0) {  // the same forward on every rank
+    const std::array<double, 4> mine = {static_cast<double>(own.forwards), own.forward_seconds,
+                                        own.collective_seconds,
+                                        static_cast<double>(own.collective_bytes)};
+    std::vector<double> all(mine.size() * static_cast<size_t>(tp_group->size()));
+    tp_group->allgather(std::span<const double>(mine), std::span<double>(all));
+    if (tp_group->rank() == 0) {
+      std::vector<RankStats> ranks(static_cast<size_t>(tp_group->size()));
+      for (size_t r = 0; r < ranks.size(); ++r) {
+        const double* v = all.data() + r * mine.size();
+        ranks[r] = {static_cast<int64_t>(v[0]), v[1], v[2], static_cast<int64_t>(v[3])};
+      }
+      std::lock_guard<std::mutex> lk(mu);
+      stats.ranks = std::move(ranks);
+    }
+  }
+  watchdog->step_end();
 }
 
 void Engine::Impl::publish_stats(double step_s) {

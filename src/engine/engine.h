@@ -30,6 +30,17 @@
 
 namespace dss {
 
+// One rank of a tensor-parallel group, as of the engine's last exchange of these (every
+// kRankStatsEvery steps): its forward passes, their wall time, and the part of it and the bytes
+// spent in the group's collectives.
+struct RankStats {
+  int64_t forwards = 0;
+  double forward_seconds = 0.0;
+  double collective_seconds = 0.0;
+  int64_t collective_bytes = 0;
+};
+inline constexpr int64_t kRankStatsEvery = 16;
+
 struct EngineStats {
   int32_t n_running = 0;
   int32_t n_waiting = 0;
@@ -52,6 +63,7 @@ struct EngineStats {
   double batch_cap_p99_tpot_ms = 0;   // the P99 step time the last decision window saw
   int64_t grammar_masks = 0;          // structured output: allowed-token masks computed
   double grammar_mask_seconds = 0.0;  // time spent computing them (engine thread, per step)
+  std::vector<RankStats> ranks;       // tensor parallel: [tp_size]; empty otherwise
 };
 
 class Engine {

@@ -8,11 +8,11 @@
 // mpirun then ends the other ranks.
 //
 // Limit (limit_s, a pure function): `--dist-timeout` when > 0; else (auto) 60 s until a step has
-// completed, then max(5 s, 2 x the longest completed step). After expect_shutdown() (a SIGTERM:
-// mpirun's first move when another rank died) the limit is 2 x the longest step clamped to
-// [kAfterSignalS, kAfterSignalMaxS]: mpirun sends SIGKILL 1 s after SIGTERM
-// (odls_base_sigkill_timeout) and the answers must be out first, while an operator's graceful
-// SIGTERM to rank 0 must not turn a slow but live step into a fault.
+// completed, then max(5 s, 2 x the longest completed step). After expect_shutdown() (a SIGTERM
+// from the launcher: mpirun's first move when another rank died) the limit is 2 x the longest step
+// clamped to [kAfterSignalS, kAfterSignalMaxS]: mpirun sends SIGKILL 1 s after SIGTERM
+// (odls_base_sigkill_timeout) and the answers must be out first (an operator's graceful SIGTERM
+// to rank 0 does not call it).
 // Threading: step_begin / step_end on the engine thread (two atomic stores each); the rest on
 // any thread; the watchdog's own thread polls every 50 ms.
 #pragma once

@@ -2,6 +2,9 @@
 
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <unistd.h>
+
+#include <csignal>
 
 #include <algorithm>
 #include <atomic>
@@ -470,6 +473,34 @@ bool out_of_descriptors(beast::error_code ec) {
          ec == boost::system::errc::too_many_files_open_in_system;
 }
 
+// Who sent the last SIGINT / SIGTERM: asio's handler is wrapped by one that records si_pid
+// first, so a shutdown can tell the launcher (our parent: mpirun or its daemon, ending the job)
+// from an operator's signal.
+std::atomic<pid_t> g_signal_sender{0};
+struct sigaction g_asio_action[2];
+
+void record_signal_sender(int sig, siginfo_t* info, void* ctx) {
+  g_signal_sender.store(info != nullptr ? info->si_pid : 0);
+  const struct sigaction& a = g_asio_action[sig == SIGTERM ? 1 : 0];
+  if (a.sa_flags & SA_SIGINFO) {
+    if (a.sa_sigaction != nullptr) a.sa_sigaction(sig, info, ctx);
+  } else if (a.sa_handler != SIG_DFL && a.sa_handler != SIG_IGN) {
+    a.sa_handler(sig);
+  }
+}
+
+// After asio installed its handlers (signal_set constructed).
+void wrap_signal_handlers() {
+  const int sigs[2] = {SIGINT, SIGTERM};
+  for (int i = 0; i < 2; ++i) {
+    sigaction(sigs[i], nullptr, &g_asio_action[i]);
+    struct sigaction w = g_asio_action[i];
+    w.sa_flags |= SA_SIGINFO;
+    w.sa_sigaction = record_signal_sender;
+    sigaction(sigs[i], &w, nullptr);
+  }
+}
+
 }  // namespace
 
 struct HttpServer::Impl {
@@ -545,8 +576,8 @@ struct HttpServer::Impl {
     });
   }
 
-  void begin_shutdown() {
-    if (hooks.on_shutdown) hooks.on_shutdown();
+  void begin_shutdown(bool by_signal) {
+    if (hooks.on_shutdown) hooks.on_shutdown(by_signal && g_signal_sender.load() == getppid());
     if (shutting_down.exchange(true)) return;
     shutdown_start = std::chrono::steady_clock::now();
     log_info("shutting down: no new connections; waiting up to ", opts.shutdown_timeout_s,
@@ -604,8 +635,9 @@ uint16_t HttpServer::port() const {
 void HttpServer::run() {
   Impl& s = *impl_;
   s.accept();
+  wrap_signal_handlers();
   s.signals.async_wait([&s](beast::error_code ec, int) {
-    if (!ec) net::post(s.control, [&s] { s.begin_shutdown(); });
+    if (!ec) net::post(s.control, [&s] { s.begin_shutdown(true); });
   });
   std::vector<std::thread> threads;
   for (int i = 1; i < std::max(1, s.opts.n_io_threads); ++i)
@@ -615,7 +647,7 @@ void HttpServer::run() {
 }
 
 void HttpServer::request_shutdown() {
-  net::post(impl_->control, [this] { impl_->begin_shutdown(); });
+  net::post(impl_->control, [this] { impl_->begin_shutdown(false); });
 }
 
 bool HttpServer::shutting_down() const { return impl_->shutting_down.load(); }

@@ -38,7 +38,9 @@ struct HttpServerHooks {
   std::function<void(HttpRequest&&, std::shared_ptr<HttpExchange>)> handle;
   std::function<int64_t()> in_flight;  // requests still being answered
   std::function<void()> cancel_all;    // cancel everything in flight (shutdown timeout hit)
-  std::function<void()> on_shutdown;   // shutdown began: a signal or request_shutdown (optional)
+  // Shutdown began (optional): a signal or request_shutdown. by_launcher: a SIGINT / SIGTERM
+  // sent by this process's parent (mpirun or its daemon ending the job).
+  std::function<void(bool by_launcher)> on_shutdown;
 };
 
 class HttpServer {

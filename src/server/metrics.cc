@@ -121,6 +121,7 @@ std::string Metrics::render(const EngineStats& s, double now_s) {
          "direction=\"raise\"");
 
   render_gauges(s, now_s, out);
+  if (!s.ranks.empty()) render_ranks(s, out);
 
   head(out, p + "time_to_first_token_seconds", "histogram", "Arrival to first token.");
   ttft_.render(p + "time_to_first_token_seconds", out);
@@ -131,6 +132,31 @@ std::string Metrics::render(const EngineStats& s, double now_s) {
   head(out, p + "request_queue_time_seconds", "histogram", "Arrival to first scheduled.");
   queue_.render(p + "request_queue_time_seconds", out);
   return out;
+}
+
+// Tensor parallel: one series per rank (label `rank`), as of the engine's last exchange.
+void Metrics::render_ranks(const EngineStats& s, std::string& out) {
+  const std::string p = "dsserve:";
+  auto per_rank = [&](const std::string& name, const char* type, const char* help, auto value) {
+    head(out, p + name, type, help);
+    for (size_t r = 0; r < s.ranks.size(); ++r)
+      sample(out, p + name, static_cast<double>(value(s.ranks[r])),
+             "rank=\"" + std::to_string(r) + "\"");
+  };
+  per_rank("rank_forwards_total", "counter", "Forward passes this rank ran (one per step).",
+           [](const RankStats& r) { return r.forwards; });
+  per_rank("rank_forward_seconds_total", "counter", "Wall seconds of this rank's forward passes.",
+           [](const RankStats& r) { return r.forward_seconds; });
+  per_rank("rank_collective_seconds_total", "counter",
+           "Wall seconds this rank spent in the group's collectives (sums, logit gather).",
+           [](const RankStats& r) { return r.collective_seconds; });
+  per_rank("rank_collective_bytes_total", "counter",
+           "Bytes this rank handed to the group's collectives.",
+           [](const RankStats& r) { return r.collective_bytes; });
+  // Rank 0 allocates the pages; every rank holds the same pages of the (unsplit) latent cache.
+  per_rank("rank_kv_cache_pages_used", "gauge",
+           "KV-cache pages in use on this rank (every rank of the group holds the same pages).",
+           [&](const RankStats&) { return s.kv_pages_used; });
 }
 
 // Gauges read from EngineStats (and the busy ratio since the previous scrape); mu_ held.

@@ -10,6 +10,10 @@
 //              dsserve:kv_cache_pages_{used,cached}, dsserve:prefix_cache_hit_ratio (0..1,
 //              lifetime), dsserve:engine_busy_ratio (0..1, since the previous scrape),
 //              dsserve:num_streams_open (HTTP requests in flight)
+//   per rank   (tensor parallel; label rank, refreshed every kRankStatsEvery steps)
+//              dsserve:rank_forwards_total, dsserve:rank_forward_seconds_total,
+//              dsserve:rank_collective_seconds_total, dsserve:rank_collective_bytes_total,
+//              dsserve:rank_kv_cache_pages_used
 //   histograms dsserve:time_to_first_token_seconds, dsserve:inter_token_latency_seconds,
 //              dsserve:e2e_request_latency_seconds, dsserve:request_queue_time_seconds
 // Threading: every method is safe to call from any thread.
@@ -61,6 +65,7 @@ class Metrics {
 
  private:
   void render_gauges(const EngineStats& s, double now_s, std::string& out);
+  void render_ranks(const EngineStats& s, std::string& out);
 
   std::mutex mu_;
   int64_t prompt_tokens_ = 0, generation_tokens_ = 0;

@@ -49,9 +49,13 @@ Result<std::unique_ptr<Server>> Server::create(const ServerOptions& opts, Routes
   };
   hooks.in_flight = [r] { return r->in_flight(); };
   hooks.cancel_all = [r] { r->cancel_all(); };
-  // A parallel job: a signal may be mpirun ending the job after another rank died, so a stalled
-  // step is then a fault at once (engine/step_watchdog.h), answered before the SIGKILL.
-  hooks.on_shutdown = [&engine] { engine.expect_shutdown(); };
+  // A parallel job: a signal from the launcher is mpirun ending the job (another rank died, or
+  // mpirun itself was signalled), so a stalled step is then a fault at once
+  // (engine/step_watchdog.h), answered before mpirun's SIGKILL. An operator's signal to rank 0
+  // drains gracefully.
+  hooks.on_shutdown = [&engine](bool by_launcher) {
+    if (by_launcher) engine.expect_shutdown();
+  };
   engine.set_on_stall([r](const std::string& why) { r->fail_all(why); });
   DSS_ASSIGN_OR_RETURN(s->http_, HttpServer::create(opts, std::move(hooks)));
   HttpServer* http = s->http_.get();

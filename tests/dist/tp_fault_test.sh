@@ -24,6 +24,31 @@ rank_pid() {  # rank_pid LAUNCHER RANK
   done
 }
 
+# Per-rank series on rank 0's /metrics (exchanged every 16 steps): both ranks, forwards counted
+# alike, collective bytes and seconds above 0, and the exposition valid for promtool.
+check_rank_metrics() {
+  local port=$1 out=$2 m="$WORK/metrics.txt" n=0
+  for _ in $(seq 1 600); do
+    n=$(grep -c '^data: {' "$out" 2>/dev/null) || n=0
+    [ "$n" -ge 40 ] && break
+    sleep 0.05
+  done
+  curl -s "http://127.0.0.1:$port/metrics" >"$m"
+  for r in 0 1; do
+    local f b s
+    f=$(awk -v k="dsserve:rank_forwards_total{rank=\"$r\"}" '$1 == k { print $2 }' "$m")
+    b=$(awk -v k="dsserve:rank_collective_bytes_total{rank=\"$r\"}" '$1 == k { print $2 }' "$m")
+    s=$(awk -v k="dsserve:rank_collective_seconds_total{rank=\"$r\"}" '$1 == k { print $2 }' "$m")
+    [ -n "$f" ] && awk -v f="$f" -v b="$b" -v s="$s" 'BEGIN { exit !(f >= 16 && b > 0 && s > 0) }' ||
+      { grep rank_ "$m" >&2; fail "rank $r: forwards '$f' bytes '$b' seconds '$s'"; }
+  done
+  [ "$(awk '$1 ~ /^dsserve:rank_forwards_total/ { print $2 }' "$m" | sort -u | wc -l)" = 1 ] ||
+    { grep rank_forwards "$m" >&2; fail "the ranks' forward counts differ"; }
+  command -v promtool >/dev/null || fail "promtool missing (Debian package prometheus)"
+  promtool_check "$m"
+  echo "per-rank metrics: $(grep -c '^dsserve:rank_' "$m") series, forwards $(awk '$1 ~ /^dsserve:rank_forwards_total/ { print $2; exit }' "$m")"
+}
+
 # run_case NAME SIGNAL: starts the job, streams, sends SIGNAL to rank 1, checks the outcome.
 run_case() {
   local name=$1 sig=$2 log="$WORK/$1.log" out="$WORK/$1.stream"
@@ -47,6 +72,7 @@ run_case() {
     sleep 0.05
   done
   [ "$n_chunks" -ge 5 ] || { cat "$out" >&2; fail "$name: the stream did not start"; }
+  if [ "$name" = killed ]; then check_rank_metrics "$port" "$out"; fi
   local r1
   r1=$(rank_pid "$launcher" 1)
   [ -n "$r1" ] || fail "$name: rank 1 not found"

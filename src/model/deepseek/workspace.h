@@ -65,6 +65,7 @@ struct Workspace {
   // Tensor parallel: bytes this rank handed to the group's collectives (each allreduce's and the
   // logit allgather's payload), summed over every forward since construction.
   int64_t collective_bytes = 0;
+  int64_t collective_ns = 0;  // and the wall time spent in them (steady clock)
 };
 
 }  // namespace dss

@@ -4,6 +4,7 @@
 #include <thread>
 
 #include "base/check.h"
+#include "base/clock.h"
 #include "base/phase_timer.h"
 #include "dist/local_comm.h"
 #include "model/deepseek/embed_head.h"
@@ -133,7 +134,9 @@ void Model::forward_on(const B& be, C& comm, const ForwardBatch& b, KvCache& kv,
   auto sum_rows = [&](std::span<float> x) {
     if (tp) {
       DSS_PHASE_SCOPE(kCollective);
+      const int64_t t0 = steady_ns();
       comm.allreduce_sum(x.first(static_cast<size_t>(T * d)));
+      ws.collective_ns += steady_ns() - t0;
       ws.collective_bytes += T * d * static_cast<int64_t>(sizeof(float));
     }
   };
@@ -169,7 +172,9 @@ void Model::forward_on(const B& be, C& comm, const ForwardBatch& b, KvCache& kv,
   }
   head_forward(be, c, w_, b, ws, ws.logit_shard.data());
   DSS_PHASE_SCOPE(kCollective);
+  const int64_t t0 = steady_ns();
   gather_logits(comm, static_cast<int32_t>(b.logit_rows.size()), ws, logits);
+  ws.collective_ns += steady_ns() - t0;
   ws.collective_bytes += static_cast<int64_t>(b.logit_rows.size()) * (c.n_vocab / shard_.size) *
                          static_cast<int64_t>(sizeof(float));
 }

@@ -115,6 +115,24 @@ void check_allgather_sizes(std::span<const T> send, std::span<T> recv, int n_ran
             send.size(), " expected");
 }
 
+// Gather: aborts unless root is a rank and, on the root, recv holds n_ranks blocks of send's
+// size. Returns whether send is the root's own block of recv (in place).
+template <typename T>
+bool check_gather(std::span<const T> send, std::span<T> recv, int root, int rank, int n_ranks) {
+  DSS_CHECK(root >= 0 && root < n_ranks, "gather: root ", root, " out of range for ", n_ranks,
+            n_ranks == 1 ? " rank" : " ranks");
+  if (rank != root) return false;
+  DSS_CHECK(recv.size() == send.size() * static_cast<size_t>(n_ranks), "gather: recv has ",
+            recv.size(), " elements, ", n_ranks, n_ranks == 1 ? " rank x " : " ranks x ",
+            send.size(), " expected");
+  const size_t n = send.size();
+  if (!comm_regions_overlap(send.data(), n * sizeof(T), recv.data(), recv.size() * sizeof(T)))
+    return false;
+  DSS_CHECK(send.data() == recv.data() + static_cast<size_t>(rank) * n,
+            "gather: send overlaps recv but is not the root's block of it");
+  return true;
+}
+
 // Aborts unless send holds n_ranks blocks of recv's size (reduce-scatter).
 template <typename T>
 void check_reduce_scatter_sizes(std::span<const T> send, std::span<T> recv, int n_ranks) {
@@ -162,6 +180,14 @@ concept Communicator = requires(C& c, const C& cc, std::span<float> f32,
   c.allgather(ci32, i32);
   c.allgather(ci64, i64);
   c.allgather(cb, b);
+
+  // On rank `root` only: recv[p * n + i] = send[i] of rank p, n = send.size() (equal on every
+  // rank), recv.size() == size() * n; recv is not touched (and may be empty) on the other ranks.
+  c.gather(cf32, f32, root);
+  c.gather(cf64, f64, root);
+  c.gather(ci32, i32, root);
+  c.gather(ci64, i64, root);
+  c.gather(cb, b, root);
 
   // recv[i] = sum over ranks of send[rank() * n + i], n = recv.size();
   // send.size() == size() * n.

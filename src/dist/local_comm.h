@@ -31,6 +31,12 @@ class LocalComm {
     copy(send.data(), recv.data(), send.size());
   }
 
+  template <CommElement T>
+  void gather(std::span<const T> send, std::span<T> recv, int root) {
+    check_gather(send, recv, root, 0, 1);
+    copy(send.data(), recv.data(), send.size());
+  }
+
   template <CommArithmetic T>
   void reduce_scatter_sum(std::span<const T> send, std::span<T> recv) {
     check_reduce_scatter_sizes(send, recv, 1);

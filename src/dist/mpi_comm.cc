@@ -167,6 +167,14 @@ void MpiComm::allgather_raw(const void* send, void* recv, size_t n, CommDType t)
             "MPI_Allgather");
 }
 
+void MpiComm::gather_raw(const void* send, void* recv, size_t n, int root, CommDType t) {
+  const int count = mpi_count(n, "gather");
+  const bool is_root = rank_ == root;
+  check_mpi(MPI_Gather(send == nullptr ? MPI_IN_PLACE : send, count, mpi_type(t),
+                       is_root ? recv : nullptr, is_root ? count : 0, mpi_type(t), root, comm_),
+            "MPI_Gather");
+}
+
 void MpiComm::reduce_scatter_sum_raw(const void* send, void* recv, size_t n, CommDType t) {
   check_mpi(MPI_Reduce_scatter_block(send, recv, mpi_count(n, "reduce_scatter_sum"), mpi_type(t),
                                      MPI_SUM, comm_),

@@ -92,6 +92,13 @@ class MpiComm {
     allgather_raw(in_place ? nullptr : send.data(), recv.data(), send.size(), comm_dtype_of<T>());
   }
 
+  template <CommElement T>
+  void gather(std::span<const T> send, std::span<T> recv, int root) {
+    const bool in_place = check_gather(send, recv, root, rank_, size_);
+    gather_raw(in_place ? nullptr : send.data(), recv.data(), send.size(), root,
+               comm_dtype_of<T>());
+  }
+
   template <CommArithmetic T>
   void reduce_scatter_sum(std::span<const T> send, std::span<T> recv) {
     check_reduce_scatter_sizes(send, recv, size_);
@@ -123,6 +130,8 @@ class MpiComm {
 
   void allreduce_sum_raw(void* data, size_t n, CommDType t);
   void allgather_raw(const void* send, void* recv, size_t n, CommDType t);
+  // send == nullptr: in place (the root's block of recv already holds its data).
+  void gather_raw(const void* send, void* recv, size_t n, int root, CommDType t);
   void reduce_scatter_sum_raw(const void* send, void* recv, size_t n, CommDType t);
   void all_to_all_v_raw(const void* send, void* recv, const AllToAllLayout& layout, CommDType t);
   void broadcast_raw(void* data, size_t n, int root, CommDType t);

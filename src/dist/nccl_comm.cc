@@ -146,6 +146,29 @@ void NcclComm::allgather_raw(const void* send, void* recv, size_t n, CommDType t
   check_nccl(ncclAllGather(send, recv, n, nccl_type(t), comm_, stream_), comm_, "ncclAllGather");
 }
 
+// NCCL has no gather: the other ranks send their block to the root in one group, the root
+// receives each and copies its own.
+void NcclComm::gather_raw(const void* send, void* recv, size_t n, int root, CommDType t) {
+  const size_t bytes = n * comm_dtype_bytes(t);
+  auto* r = static_cast<std::byte*>(recv);
+  if (rank_ == root && send != nullptr) {
+    check_cuda(cudaMemcpyAsync(r + static_cast<size_t>(root) * bytes, send, bytes,
+                               cudaMemcpyDeviceToDevice, stream_),
+               "cudaMemcpyAsync (gather)");
+  }
+  check_nccl(ncclGroupStart(), comm_, "ncclGroupStart");
+  if (rank_ != root) {
+    check_nccl(ncclSend(send, n, nccl_type(t), root, comm_, stream_), comm_, "ncclSend");
+  } else {
+    for (int p = 0; p < size_; ++p) {
+      if (p == root) continue;
+      check_nccl(ncclRecv(r + static_cast<size_t>(p) * bytes, n, nccl_type(t), p, comm_, stream_),
+                 comm_, "ncclRecv");
+    }
+  }
+  check_nccl(ncclGroupEnd(), comm_, "ncclGroupEnd (gather)");
+}
+
 void NcclComm::reduce_scatter_sum_raw(const void* send, void* recv, size_t n, CommDType t) {
   check_nccl(ncclReduceScatter(send, recv, n, nccl_type(t), ncclSum, comm_, stream_), comm_,
              "ncclReduceScatter");

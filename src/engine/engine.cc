@@ -221,6 +221,7 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& o, MpiComm* 
   impl->ws = std::make_unique<Workspace>(impl->model->workspace(
       WorkspaceLimits{max_tokens, impl->context_length, o.max_running_requests,
                       impl->model->n_threads(), impl->model->act_quant_fp8()}));
+  impl->ws->logits_to_rank0_only = true;  // rank 0 samples and sends the next steps' tokens
   impl->sampler = std::make_unique<Sampler>(c.n_vocab);
   impl->builder = BatchBuilder(o.page_size);
   impl->logits.resize(static_cast<size_t>(o.max_running_requests) * c.n_vocab);

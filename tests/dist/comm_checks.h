@@ -136,6 +136,38 @@ void check_allgather(C& c, int64_t n) {
           << " i " << i;
 }
 
+// Gather to every root in turn: the root's recv holds each rank's block in rank order; another
+// rank's recv (its sentinel values) is not touched, and it may pass an empty one. Also in place.
+template <CommElement T, typename C>
+void check_gather(C& c, int64_t n) {
+  const int r = c.rank(), S = c.size();
+  std::vector<T> send(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) send[static_cast<size_t>(i)] = payload<T>(r, i);
+  for (int root = 0; root < S; ++root) {
+    std::vector<T> recv(static_cast<size_t>(S * n), sentinel<T>());
+    c.gather(std::span<const T>(send), std::span<T>(recv), root);
+    for (int p = 0; p < S; ++p)
+      for (int64_t i = 0; i < n; ++i)
+        EXPECT_EQ(recv[static_cast<size_t>(p * n + i)],
+                  r == root ? payload<T>(p, i) : sentinel<T>())
+            << comm_dtype_name(comm_dtype_of<T>()) << " root " << root << " rank " << r << " block "
+            << p << " i " << i;
+    // A second gather: in place on the root, an empty recv elsewhere.
+    if (r == root) {  // in place: the root's block of recv is its send buffer
+      std::vector<T> all(static_cast<size_t>(S * n), sentinel<T>());
+      for (int64_t i = 0; i < n; ++i) all[static_cast<size_t>(r * n + i)] = payload<T>(r, i);
+      std::span<T> a(all);
+      c.gather(std::span<const T>(a.subspan(static_cast<size_t>(r * n), static_cast<size_t>(n))), a,
+               root);
+      for (int p = 0; p < S; ++p)
+        for (int64_t i = 0; i < n; ++i)
+          EXPECT_EQ(all[static_cast<size_t>(p * n + i)], payload<T>(p, i)) << "in place";
+    } else {
+      c.gather(std::span<const T>(send), std::span<T>(), root);
+    }
+  }
+}
+
 template <CommArithmetic T, typename C>
 void check_reduce_scatter(C& c, int64_t n) {
   const int r = c.rank(), S = c.size();

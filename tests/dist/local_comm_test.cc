@@ -20,6 +20,7 @@ using test::check_allgather;
 using test::check_allreduce;
 using test::check_barrier;
 using test::check_broadcast;
+using test::check_gather;
 using test::check_reduce_scatter;
 using test::check_split;
 
@@ -46,6 +47,15 @@ TEST(LocalComm, Allgather) {
   check_allgather<int32_t>(c, 13);
   check_allgather<int64_t>(c, 13);
   check_allgather<std::byte>(c, 13);
+}
+
+TEST(LocalComm, Gather) {
+  LocalComm c;
+  check_gather<float>(c, 13);
+  check_gather<double>(c, 13);
+  check_gather<int32_t>(c, 13);
+  check_gather<int64_t>(c, 13);
+  check_gather<std::byte>(c, 13);
 }
 
 TEST(LocalComm, ReduceScatter) {

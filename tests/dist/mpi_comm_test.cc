@@ -32,6 +32,7 @@ using test::check_allgather;
 using test::check_allreduce;
 using test::check_barrier;
 using test::check_broadcast;
+using test::check_gather;
 using test::check_reduce_scatter;
 using test::check_split;
 
@@ -93,6 +94,15 @@ TEST(MpiComm, Allgather) {
   check_allgather<int32_t>(c, 13);
   check_allgather<int64_t>(c, 13);
   check_allgather<std::byte>(c, 13);
+}
+
+TEST(MpiComm, Gather) {
+  MpiComm& c = *g_world;
+  check_gather<float>(c, 13);
+  check_gather<double>(c, 13);
+  check_gather<int32_t>(c, 13);
+  check_gather<int64_t>(c, 13);
+  check_gather<std::byte>(c, 13);
 }
 
 TEST(MpiComm, ReduceScatter) {

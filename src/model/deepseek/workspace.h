@@ -66,6 +66,9 @@ struct Workspace {
   // logit allgather's payload), summed over every forward since construction.
   int64_t collective_bytes = 0;
   int64_t collective_ns = 0;  // and the wall time spent in them (steady clock)
+  // Tensor parallel: gather the logits to rank 0 only (its caller alone reads them) instead of
+  // to every rank: a gather instead of an allgather.
+  bool logits_to_rank0_only = false;
 };
 
 }  // namespace dss

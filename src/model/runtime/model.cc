@@ -103,8 +103,14 @@ template <Communicator C>
 void Model::gather_logits(C& comm, int32_t n_rows, const Workspace& ws, float* logits) const {
   const int64_t V = cfg_.n_vocab, Vs = V / shard_.size;
   const auto n = static_cast<size_t>(n_rows * Vs);
-  comm.allgather(std::span<const float>(ws.logit_shard.data(), n),
-                 ws.logit_gather.first(n * static_cast<size_t>(shard_.size)));
+  const std::span<const float> shard(ws.logit_shard.data(), n);
+  const std::span<float> all = ws.logit_gather.first(n * static_cast<size_t>(shard_.size));
+  if (ws.logits_to_rank0_only) {
+    comm.gather(shard, all, 0);
+    if (comm.rank() != 0) return;
+  } else {
+    comm.allgather(shard, all);
+  }
   for (int32_t r = 0; r < shard_.size; ++r) {
     for (int32_t j = 0; j < n_rows; ++j) {
       const float* src =

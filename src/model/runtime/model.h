@@ -56,7 +56,9 @@ class Model {
 
   const ShardSpec& shard() const { return shard_; }
 
-  // logits: [batch.logit_rows.size(), n_vocab] f32 (on every rank of a tensor-parallel group).
+  // logits: [batch.logit_rows.size(), n_vocab] f32, on every rank of a tensor-parallel group;
+  // with ws.logits_to_rank0_only (the engine: only rank 0 samples) on rank 0 only, the other
+  // ranks' left untouched.
   void forward(const ForwardBatch& batch, KvCache& kv, Workspace& ws, float* logits,
                AttnPath path = AttnPath::kAuto) const;
 

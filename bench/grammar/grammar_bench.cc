@@ -3,12 +3,17 @@
 // seeded random walks (a model stand-in that picks any allowed token) timing every
 // fill_next_token_bitmask: "cold" is the first walk on a freshly compiled grammar (its caches
 // fill as it goes), "warm" the following walks. Also the one-off vocabulary trie build.
-// Usage: grammar_bench [walks per schema (default 20)]. Tokenizer: $DSS_TOKENIZER_DIR or
-// third_party/tokenizer/deepseek-v3.
+// Usage: grammar_bench [walks per schema (default 20)] [SCHEMA_DIR]: with a directory, every
+// *.json in it too (tests/data/grammar/schemas: the structured-output corpus), and a summary over
+// all schemas: compile p50 / p99 / max, masks of every walk (cold and warm) and warm ones alone.
+// Tokenizer: $DSS_TOKENIZER_DIR or third_party/tokenizer/deepseek-v3.
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -51,11 +56,11 @@ std::string load_average() {
 }
 
 struct Schema {
-  const char* name;
+  std::string name;
   std::string text;
 };
 
-std::vector<Schema> schemas() {
+std::vector<Schema> schemas(const char* dir) {
   std::string big_enum = R"({"type":"string","enum":[)";
   for (int i = 0; i < 1000; ++i) {
     if (i) big_enum += ',';
@@ -64,7 +69,7 @@ std::vector<Schema> schemas() {
     big_enum += '"';
   }
   big_enum += "]}";
-  return {
+  std::vector<Schema> out = {
       {"simple_object",
        R"({"type":"object","properties":{"name":{"type":"string","maxLength":20},"age":{"type":"integer","minimum":0,"maximum":150},"email":{"type":"string","format":"email"}},"required":["name","age"]})"},
       {"nested_arrays",
@@ -74,6 +79,19 @@ std::vector<Schema> schemas() {
       {"large_enum_1000", big_enum},
       {"json_object", ""},
   };
+  if (dir != nullptr) {
+    std::vector<std::filesystem::path> files;
+    for (const auto& e : std::filesystem::directory_iterator(dir))
+      if (e.path().extension() == ".json") files.push_back(e.path());
+    std::sort(files.begin(), files.end());
+    for (const auto& f : files) {
+      std::ifstream in(f);
+      std::stringstream text;
+      text << in.rdbuf();
+      out.push_back({f.stem().string(), text.str()});
+    }
+  }
+  return out;
 }
 
 struct Stats {
@@ -122,7 +140,7 @@ void walk(const std::shared_ptr<CompiledGrammar>& g, uint64_t seed, std::vector<
   }
 }
 
-int run(int walks) {
+int run(int walks, const char* schema_dir) {
   const char* env = std::getenv("DSS_TOKENIZER_DIR");
   const std::string dir = env ? env : DSS_SOURCE_DIR "/third_party/tokenizer/deepseek-v3";
   Result<Tokenizer> tok = Tokenizer::load_dir(dir);
@@ -136,34 +154,44 @@ int run(int walks) {
   auto vocab = TokenVocab::from_tokenizer(*tok, 129280);
   std::printf("vocabulary: %d ids, %d trie nodes, built in %.1f ms\n", vocab->n_vocab(),
               vocab->n_nodes(), us_since(t0) / 1000);
-  Stats all_warm;
-  for (const Schema& s : schemas()) {
+  Stats all_warm, all_masks, compiles_ms;
+  for (const Schema& s : schemas(schema_dir)) {
     GrammarCompiler compiler(vocab);
     t0 = Clock::now();
     auto g = s.text.empty() ? compiler.json_object() : compiler.json_schema(s.text);
     const double compile_us = us_since(t0);
     if (!g) {
-      std::fprintf(stderr, "%s: %s\n", s.name, g.message().c_str());
+      std::fprintf(stderr, "%s: %s\n", s.name.c_str(), g.message().c_str());
       return 1;
     }
+    compiles_ms.us.push_back(compile_us / 1000);
     Stats cold, warm;
     walk(*g, 1, cold.us);
     for (int i = 1; i < walks; ++i) walk(*g, 1 + i, warm.us);
     all_warm.us.insert(all_warm.us.end(), warm.us.begin(), warm.us.end());
+    all_masks.us.insert(all_masks.us.end(), cold.us.begin(), cold.us.end());
+    all_masks.us.insert(all_masks.us.end(), warm.us.begin(), warm.us.end());
     const GrammarStats st = (*g)->stats();
     std::printf(
         "%s: compile %.2f ms (%d rules, %d elements); after the walks: %d states, %zu stack "
         "masks, %zu state masks, %.1f MB cached\n",
-        s.name, compile_us / 1000, st.n_rules, st.n_elems, st.n_states, st.n_stack_masks,
+        s.name.c_str(), compile_us / 1000, st.n_rules, st.n_elems, st.n_states, st.n_stack_masks,
         st.n_state_masks, st.cache_bytes / 1e6);
     cold.print("cold");
     warm.print("warm");
   }
-  all_warm.print("all warm");
+  std::printf("summary over %zu schemas:\n", compiles_ms.us.size());
+  std::printf("    compile ms  p50 %.2f  p99 %.2f  max %.2f\n", percentile(compiles_ms.us, 50),
+              percentile(compiles_ms.us, 99),
+              *std::max_element(compiles_ms.us.begin(), compiles_ms.us.end()));
+  all_masks.print("all");
+  all_warm.print("warm");
   return 0;
 }
 
 }  // namespace
 }  // namespace dss::grammar
 
-int main(int argc, char** argv) { return dss::grammar::run(argc > 1 ? std::atoi(argv[1]) : 20); }
+int main(int argc, char** argv) {
+  return dss::grammar::run(argc > 1 ? std::atoi(argv[1]) : 20, argc > 2 ? argv[2] : nullptr);
+}

@@ -493,8 +493,12 @@ void record_signal_sender(int sig, siginfo_t* info, void* ctx) {
 void wrap_signal_handlers() {
   const int sigs[2] = {SIGINT, SIGTERM};
   for (int i = 0; i < 2; ++i) {
-    sigaction(sigs[i], nullptr, &g_asio_action[i]);
-    struct sigaction w = g_asio_action[i];
+    struct sigaction now {};
+    sigaction(sigs[i], nullptr, &now);
+    // Already wrapped (another server in this process): wrapping the wrapper would recurse.
+    if ((now.sa_flags & SA_SIGINFO) && now.sa_sigaction == record_signal_sender) continue;
+    g_asio_action[i] = now;
+    struct sigaction w = now;
     w.sa_flags |= SA_SIGINFO;
     w.sa_sigaction = record_signal_sender;
     sigaction(sigs[i], &w, nullptr);

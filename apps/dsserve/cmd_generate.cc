@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "apps/dsserve/commands.h"
+#include "apps/dsserve/dp_batch.h"
 #include "apps/dsserve/engine_flags.h"
 #include "apps/dsserve/parallel_flags.h"
 #include "base/clock.h"
@@ -79,7 +80,7 @@ int run_generate(GenerateArgs& a) {
   };
   std::vector<BatchRequest> requests;
   if (!read_requests(a, encode, requests)) return 2;
-  Result<ParallelRun> par = start_parallel(a.parallel);
+  Result<ParallelRun> par = start_parallel(a.parallel, /*allow_replicas=*/true);
   if (!par) {
     std::fprintf(stderr, "dsserve generate: %s\n", par.message().c_str());
     return 2;
@@ -91,22 +92,42 @@ int run_generate(GenerateArgs& a) {
     std::fprintf(stderr, "dsserve generate: %s\n", engine.message().c_str());
     return 1;
   }
-  if (par->rank() != 0) {  // rank 0 prints; this rank runs its steps
+  if (!par->is_leader()) {  // a replica's leader drives its engine; this rank runs its steps
     (*engine)->follow();
     return 0;
   }
   const double t_start = now_seconds();
-  const std::vector<BatchResult> results = run_batch(**engine, tok ? &*tok : nullptr, requests);
-  for (size_t i = 0; i < results.size(); ++i)  // one JSON line per request, in input order
-    std::cout << batch_result_json(i, requests[i], results[i], tok.has_value()).dump() << "\n";
+  // Data-parallel replicas: this replica's share of the requests (dp_batch.h).
+  std::vector<size_t> share(requests.size());
+  for (size_t i = 0; i < share.size(); ++i) share[i] = i;
+  if (par->dp_size > 1)
+    share = replica_share(requests, par->dp_size, par->replica(), a.engine.page_size);
+  std::vector<BatchRequest> mine;
+  for (size_t i : share) mine.push_back(requests[i]);
+  const std::vector<BatchResult> results = run_batch(**engine, tok ? &*tok : nullptr, mine);
+  std::vector<std::pair<size_t, std::string>> lines;
+  for (size_t k = 0; k < results.size(); ++k) {
+    const size_t i = share[k];
+    lines.emplace_back(i, batch_result_json(i, requests[i], results[k], tok.has_value()).dump());
+  }
   const EngineStats st = (*engine)->stats();
+  std::vector<int64_t> totals = {st.prompt_tokens_computed, st.generation_tokens,
+                                 st.prefix_hit_tokens, st.steps};
+  std::vector<std::string> out;
+  if (par->leaders) {
+    out = gather_lines(*par->leaders, lines, requests.size());
+    totals = sum_to_leader0(*par->leaders, totals);
+    if (par->rank() != 0) return 0;  // world rank 0 prints
+  } else {
+    for (auto& [i, line] : lines) out.push_back(std::move(line));
+  }
+  for (const std::string& line : out) std::cout << line << "\n";  // input order
   std::fprintf(stderr,
-               "generate: %zu requests in %.3f s; %lld prompt tokens computed, %lld generated, "
-               "%lld prefix-cache hit tokens, %lld steps\n",
-               requests.size(), now_seconds() - t_start,
-               static_cast<long long>(st.prompt_tokens_computed),
-               static_cast<long long>(st.generation_tokens),
-               static_cast<long long>(st.prefix_hit_tokens), static_cast<long long>(st.steps));
+               "generate: %zu requests in %.3f s on %d replica(s); %lld prompt tokens computed, "
+               "%lld generated, %lld prefix-cache hit tokens, %lld steps\n",
+               requests.size(), now_seconds() - t_start, par->dp_size,
+               static_cast<long long>(totals[0]), static_cast<long long>(totals[1]),
+               static_cast<long long>(totals[2]), static_cast<long long>(totals[3]));
   return 0;
 }
 

@@ -28,13 +28,16 @@ void add_parallel_flags(CLI::App* cmd, ParallelArgs& a) {
       ->capture_default_str();
 }
 
-Result<ParallelRun> start_parallel(const ParallelArgs& a) {
+Result<ParallelRun> start_parallel(const ParallelArgs& a, bool allow_replicas) {
   if (a.ep_size != 1 && a.ep_size != a.tp_size) {
     return Status::error("--ep-size ", a.ep_size, ": must be 1 or equal to --tp-size (", a.tp_size,
                          ")");
   }
-  if (a.dp_size != 1 || a.enable_dp_attention)
-    return Status::error("--dp-size / --enable-dp-attention: not supported yet (use --tp-size)");
+  if (a.enable_dp_attention)
+    return Status::error("--enable-dp-attention: not supported yet (use --tp-size)");
+  if (a.dp_size != 1 && !allow_replicas)
+    return Status::error("--dp-size ", a.dp_size,
+                         ": data-parallel replicas run in `generate` only so far (use --tp-size)");
   const int32_t world = a.tp_size * a.dp_size;
   // OpenMPI's mpirun sets this in every rank's environment.
   const char* launched = std::getenv("OMPI_COMM_WORLD_SIZE");
@@ -52,6 +55,13 @@ Result<ParallelRun> start_parallel(const ParallelArgs& a) {
                        MpiRuntime::start(nullptr, nullptr, MpiThreadLevel::kSerialized));
   DSS_ASSIGN_OR_RETURN(MpiComm w, run.runtime->world(world));
   run.world.emplace(std::move(w));
+  run.dp_size = a.dp_size;
+  const int wr = run.world->rank();
+  if (a.tp_size > 1) run.tp.emplace(run.world->split(wr / a.tp_size, wr));
+  if (a.dp_size > 1) {  // every rank joins the split; only the leaders keep theirs
+    MpiComm l = run.world->split(wr % a.tp_size == 0 ? 0 : 1, wr);
+    if (wr % a.tp_size == 0) run.leaders.emplace(std::move(l));
+  }
   return run;
 }
 

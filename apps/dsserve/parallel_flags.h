@@ -15,7 +15,7 @@ namespace dss::app {
 struct ParallelArgs {
   int32_t tp_size = 1;  // --tp-size: ranks of the tensor-parallel group (heads, FFN rows, vocab)
   int32_t ep_size = 1;  // --ep-size / --expert-parallel-size: 1 or tp_size (experts partitioned)
-  int32_t dp_size = 1;  // --dp-size: data-parallel replicas / attention groups (not yet: 1)
+  int32_t dp_size = 1;  // --dp-size: data-parallel replicas (generate) / attention groups (not yet)
   bool enable_dp_attention = false;
   double dist_timeout_s = 0.0;  // --dist-timeout: stalled-step limit (0: auto; step_watchdog.h)
 };
@@ -23,18 +23,25 @@ struct ParallelArgs {
 void add_parallel_flags(CLI::App* cmd, ParallelArgs& a);
 
 // The MPI world of a parallel run: held for the whole command (MPI_Finalize at destruction,
-// after every communicator made from it).
+// after every communicator made from it). World rank w is rank w % tp_size of data-parallel
+// replica w / tp_size; a replica's rank 0 is its leader (runs its engine's scheduler).
 struct ParallelRun {
   std::unique_ptr<MpiRuntime> runtime;
-  std::optional<MpiComm> world;  // the tensor-parallel group (the whole world today)
-  int rank() const { return world ? world->rank() : 0; }
-  MpiComm* tp_group() { return world ? &*world : nullptr; }
+  std::optional<MpiComm> world;
+  std::optional<MpiComm> tp;       // this replica's tensor-parallel group (when tp_size > 1)
+  std::optional<MpiComm> leaders;  // the replicas' leaders, replica order (when dp_size > 1)
+  int32_t dp_size = 1;
+  int rank() const { return world ? world->rank() : 0; }  // world rank: 0 prints
+  int replica() const { return world && tp ? world->rank() / tp->size() : rank(); }
+  bool is_leader() const { return !tp || tp->rank() == 0; }
+  MpiComm* tp_group() { return tp ? &*tp : nullptr; }
 };
 
 // Checks the flags against each other and against the launch, and starts MPI when the run is
-// parallel (--tp-size > 1). Errors name the flag: --ep-size other than 1 or --tp-size, --dp-size
-// or --enable-dp-attention (not supported yet), a world from mpirun whose size is not the flags'
+// parallel (--tp-size x --dp-size > 1). Errors name the flag: --ep-size other than 1 or
+// --tp-size, --dp-size > 1 where the command has no replicas yet (allow_replicas false) or
+// --enable-dp-attention (not supported yet), a world from mpirun whose size is not the flags'
 // (detected from OpenMPI's environment without starting MPI for a single-process run).
-Result<ParallelRun> start_parallel(const ParallelArgs& a);
+Result<ParallelRun> start_parallel(const ParallelArgs& a, bool allow_replicas = false);
 
 }  // namespace dss::app

@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
-# The batching engine under tensor parallelism, through the real binary: 32 concurrent greedy
-# requests of mixed lengths (prompts 3-120 tokens, 4-24 new tokens; golden tiny-v3 and tiny-v32,
-# --matmul-dtype f32) through `mpirun -np 2 dsserve generate --tp-size 2` (and --ep-size 2) give
-# token for token what one process gives; rank 0 alone prints.
+# The batching engine under tensor parallelism and data-parallel replicas, through the real
+# binary: 32 concurrent greedy requests of mixed lengths (prompts 3-120 tokens, 4-24 new tokens;
+# golden tiny-v3 and tiny-v32, --matmul-dtype f32) through `mpirun -np 2 dsserve generate
+# --tp-size 2` (and --ep-size 2), `-np 2 ... --dp-size 2` and `-np 4 ... --tp-size 2 --dp-size 2`
+# give token for token what one process gives; world rank 0 alone prints, in input order.
 # Usage: tp_generate_test.sh DSSERVE DATA_DIR
 set -uo pipefail
 bin="$1" data="$2"
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-mpirun=(mpirun --oversubscribe --bind-to none --mca btl self,vader -np 2)
+mpirun=(mpirun --oversubscribe --bind-to none --mca btl self,vader)
 python3 - "$tmp/req.jsonl" <<'PY'
 import json, random, sys
 r = random.Random(11)
@@ -25,9 +26,11 @@ for model in tiny-v3 tiny-v32; do
   common=(generate --model "$data/golden/$model" --requests "$tmp/req.jsonl" --matmul-dtype f32
           --threads 1 --max-running-requests 16 --chunked-prefill-size 64 --page-size 16)
   "$bin" "${common[@]}" >"$tmp/one.jsonl" 2>"$tmp/one.err" || { cat "$tmp/one.err"; exit 1; }
-  for ep in 1 2; do
-    name="$model tp 2 ep $ep"
-    if ! "${mpirun[@]}" "$bin" "${common[@]}" --tp-size 2 --ep-size "$ep" >"$tmp/tp.jsonl" \
+  for cfg in "2 --tp-size 2" "2 --tp-size 2 --ep-size 2" "2 --dp-size 2" "4 --tp-size 2 --dp-size 2"; do
+    read -r np flags <<<"$cfg"
+    name="$model np $np $flags"
+    # shellcheck disable=SC2086  # flags is a list
+    if ! "${mpirun[@]}" -np "$np" "$bin" "${common[@]}" $flags >"$tmp/tp.jsonl" \
         2>"$tmp/tp.err"; then
       echo "FAIL $name: exit code"; cat "$tmp/tp.err"; fails=$((fails + 1)); continue
     fi

@@ -15,15 +15,24 @@ using grammar::Expr;
 using grammar::GrammarIr;
 
 const char* tool_call_block_marker(ChatFormat fmt) {
-  static constexpr const char* kDsmlCalls =
-      "<｜DSML｜function_calls>";  // "<" kDsml "function_calls>"
+  static constexpr const char* kDsmlCalls = "<｜DSML｜function_calls>";  // tok::kDsml inside
   return fmt == ChatFormat::kV32 ? kDsmlCalls : tok::kCallsBegin;
 }
+
+namespace {
+
+// `function.strict` is true (any other value, of any type, is not).
+bool is_strict(const OrderedJson& fn) {
+  auto it = fn.find("strict");
+  return it != fn.end() && it->is_boolean() && it->get<bool>();
+}
+
+}  // namespace
 
 bool has_strict_tool(const OrderedJson& tools) {
   for (const OrderedJson& t : tools)
     if (t.is_object() && t.contains("function") && t["function"].is_object() &&
-        t["function"].value("strict", false) == true)
+        is_strict(t["function"]))
       return true;
   return false;
 }
@@ -269,7 +278,7 @@ Result<GrammarIr> forced_tool_calls_ir(const ForcedToolCalls& f, const grammar::
   for (size_t i = 0; i < f.tools->size(); ++i) {
     const OrderedJson& fn = (*f.tools)[i]["function"];
     if (!f.only_name.empty() && fn["name"] != f.only_name) continue;
-    const bool free_args = f.after_marker && fn.value("strict", false) != true;
+    const bool free_args = f.after_marker && !is_strict(fn);
     DSS_ASSIGN_OR_RETURN(Expr call, one_call(ir, f.format, fn, i, free_args, vocab));
     calls.push_back(std::move(call));
   }

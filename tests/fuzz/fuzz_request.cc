@@ -2,7 +2,8 @@
 // the server's own parser configuration (server/http_request_parser.h); a complete POST to a
 // generation route, or a JSON body given directly, goes through prepare_request
 // (server/request_prep.h): bounded JSON parse, schemas, chat rendering in every format, tokenizer,
-// context and sampling checks.
+// context and sampling checks, and the structured-output and forced-tool-call grammars compiled
+// against the real vocabulary (tool calls parsed in the chat format's own format).
 // Input: byte 0 'H': the rest is raw HTTP (fed in two pieces split at byte 1's position).
 //        otherwise: byte 0 % 3 picks the chat format (V3, V3.1, V3.2), (byte 0 / 3) % 2 the
 //        endpoint (chat, completions); the rest is the body. Seeds use '0'-'2' (chat) and '3'-'5'
@@ -16,12 +17,19 @@
 
 #include "server/http_request_parser.h"
 #include "server/request_prep.h"
+#include "server/tool_call_grammar.h"
 
 #include "tests/fuzz/fuzz_tokenizer_dir.h"
 
 namespace {
 
 const dss::Tokenizer& tokenizer() { return fuzz_tokenizer("fuzz_request"); }
+
+dss::grammar::GrammarCompiler& grammars() {
+  static dss::grammar::GrammarCompiler* c = new dss::grammar::GrammarCompiler(
+      dss::grammar::TokenVocab::from_tokenizer(tokenizer(), 0, dss::tool_call_control_tokens()));
+  return *c;
+}
 
 void require(bool ok, const char* what) {
   if (!ok) {
@@ -37,6 +45,8 @@ void prepare(dss::Endpoint endpoint, dss::ChatFormat format, std::string_view bo
   ctx.context_length = 4096;
   ctx.n_vocab = tokenizer().n_ids();
   ctx.served_model_name = "demo";
+  ctx.grammars = &grammars();
+  ctx.tool_format = format;
   dss::PreparedRequest p;
   if (auto e = dss::prepare_request(endpoint, body, ctx, p)) {
     require(e->status == 400 || e->status == 404, "refusal is a 400 or 404");
@@ -87,6 +97,13 @@ void http(const uint8_t* data, size_t size) {
 }
 
 }  // namespace
+
+// libFuzzer calls this once before any input: the tokenizer and the grammar vocabulary are built
+// here, outside the 1 s per-input limit (the replay driver builds them lazily instead).
+extern "C" int LLVMFuzzerInitialize(int* /*argc*/, char*** /*argv*/) {
+  grammars();
+  return 0;
+}
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;

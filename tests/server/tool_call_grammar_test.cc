@@ -157,6 +157,10 @@ TEST(ToolCallGrammar, StrictToolsUnderAutoFromTheBlockMarkerOn) {
   }
   EXPECT_TRUE(has_strict_tool(tools));
   EXPECT_FALSE(has_strict_tool(kTools));
+  for (const char* not_true : {R"("yes")", "1", "null", "{}"}) {  // only the boolean true counts
+    tools[0]["function"]["strict"] = OrderedJson::parse(not_true);
+    EXPECT_FALSE(has_strict_tool(tools)) << not_true;
+  }
 }
 
 TEST(ToolCallGrammar, MarkersOnlyAsTheirControlTokens) {

@@ -11,8 +11,9 @@ Result<std::optional<std::string>> parse_content(const OrderedJson& m, const std
     std::string text;
     for (size_t i = 0; i < c.size(); ++i) {
       const OrderedJson& part = c[i];
-      if (!part.is_object() || part.value("type", "") != "text" || !part.contains("text") ||
-          !part["text"].is_string()) {
+      // No value(): it throws when the key holds another type ({"type": 5}).
+      if (!part.is_object() || !part.contains("type") || part["type"] != "text" ||
+          !part.contains("text") || !part["text"].is_string()) {
         return Status::error(where, ".content[", i,
                              "]: only {type: \"text\", text} parts are supported");
       }

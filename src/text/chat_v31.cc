@@ -13,8 +13,12 @@ std::string v31_tool_prompt(const OrderedJson& tools) {
   std::string s = "## Tools\nYou have access to the following tools:";
   for (const OrderedJson& t : tools) {
     const OrderedJson& f = t["function"];
-    s += "\n\n### " + f.value("name", std::string()) +
-         "\nDescription: " + f.value("description", std::string()) + "\n\nParameters: " +
+    // name is a checked string (parse_chat_request); a description of another type is ignored
+    // (value() would throw on it).
+    const bool has_desc = f.contains("description") && f["description"].is_string();
+    s += "\n\n### " + f["name"].get<std::string>() +
+         "\nDescription: " + (has_desc ? f["description"].get<std::string>() : std::string()) +
+         "\n\nParameters: " +
          py_json_dumps(f.contains("parameters") ? f["parameters"] : OrderedJson::object(),
                        /*ensure_ascii=*/true);
   }

@@ -164,6 +164,16 @@ def check_small():
                         ({"prompt": "x", "max_tokens": 2**32 + 16}, "max_tokens"),
                         ({"prompt": [2**31 - 1]}, "prompt")]:
         expect_error(400, param, body, comp)
+    # Known keys holding another JSON type: a 400, never an exception (nlohmann's value() throws
+    # on them): a content part's type, a tool's strict flag, a tool's description.
+    expect_error(400, "messages[0].content[0]",
+                 {"messages": [{"role": "user", "content": [{"type": 5, "text": "x"}]}]})
+    for fn in ({"name": "f", "strict": "yes", "parameters": {"type": "object"}},
+               {"name": "f", "description": 5}):
+        status, text = request("POST", "/v1/chat/completions",
+                               {"messages": [{"role": "user", "content": "x"}], "max_tokens": 1,
+                                "tools": [{"type": "function", "function": fn}]})
+        assert status == 200, (fn, status, text[:200])
     # Context length: the prompt alone, then prompt + max_tokens, each naming its field.
     expect_error(400, "prompt", {"prompt": [5] * 5000, "max_tokens": 1}, comp)
     expect_error(400, "max_tokens", {"prompt": [5] * 10, "max_tokens": 100000}, comp)
@@ -188,8 +198,8 @@ def check_small():
     assert status == 200 and text.rstrip().endswith("data: [DONE]"), text[-200:]
     after = metric("dsserve:http_requests_total", {"status": "200"})
     assert after == before + 2, (before, after)  # the stream and the /metrics scrape before it
-    print("ok   2^32 integers, context-length fields, never-queueable 400, bearer scheme, "
-          "streamed 200 counted")
+    print("ok   2^32 integers, mistyped known keys, context-length fields, never-queueable 400, "
+          "bearer scheme, streamed 200 counted")
 
 
 def check_nan(token):

@@ -133,7 +133,16 @@ void OpenAiRoutes::generate(Endpoint endpoint, const HttpRequest& req,
                           cfg_.served_model_name,
                           grammars_.get(),
                           cfg_.tool_format};
-  if (auto e = prepare_request(endpoint, req.body, ctx, prep)) return reply_error(*ex, *e);
+  // prepare_request reports bad input as an ApiError; an exception from it (a JSON accessor used
+  // on a mistyped key: a bug, which fuzz_request hunts) must still not take the process down.
+  std::optional<ApiError> err;
+  try {
+    err = prepare_request(endpoint, req.body, ctx, prep);
+  } catch (const std::exception& e) {
+    log_error("request path threw: ", e.what());
+    err = ApiError{500, str_cat("internal error while reading the request: ", e.what()), "", ""};
+  }
+  if (err) return reply_error(*ex, *err);
   CompletionRequest& r = prep.req;
   std::vector<std::vector<TokenId>>& prompts = prep.prompts;
   const bool starts_in_reasoning = prep.starts_in_reasoning;

@@ -6,8 +6,9 @@
 #   make test-asan    the suite under AddressSanitizer + UndefinedBehaviorSanitizer
 #   make test-ubsan   the suite under UBSan only
 #   make test-tsan    the suite under ThreadSanitizer
-#   make fuzz-smoke   libFuzzer (clang, ASan+UBSan) on the tokenizer, the output parsers and the
-#                     server's request path (raw HTTP and JSON bodies to prompts), 15 s each
+#   make fuzz-smoke   libFuzzer (clang, ASan+UBSan) on the tokenizer, the output parsers, the
+#                     server's request path (raw HTTP and JSON bodies to prompts) and the grammar
+#                     front ends + matcher (JSON Schema, regex, GBNF), 15 s each
 #                     (part of `make test`)
 #   make fuzz-long    the same fuzzers for DSS_FUZZ_SECONDS (default 600) each
 #   make build        release build only (build/release)
@@ -20,6 +21,10 @@
 #                     SOAK_SECONDS (600) on the demo model, 30% dropped mid-stream, 10% non-stream
 #                     clients that leave; fails on errors, pages not back, RSS growth >= 5%
 #                     (minute 2 to the end); report in build/soak-report.json
+#   make structured-output-acceptance   not in `make test` (minutes): every JSON Schema of
+#                     tests/data/grammar/schemas x 3 temperatures x 2 seeds, streamed and not, on
+#                     the random-weight tiny V3.2 model; every finished reply checked by ajv
+#                     (scripts/structured-output-acceptance)
 
 JOBS ?= $(shell nproc)
 DSSERVE := build/release/apps/dsserve/dsserve
@@ -28,7 +33,7 @@ DEMO_MODEL ?= models/demo-tiny-v32
 export CCACHE_BASEDIR := $(CURDIR)
 export CCACHE_NOHASHDIR := 1
 
-.PHONY: cuda cuda-test fuzz-smoke fuzz-long setup build serve test test-asan test-ubsan test-tsan format demo-model ds-mini bench-engine soak clean
+.PHONY: cuda cuda-test fuzz-smoke fuzz-long setup build serve test test-asan test-ubsan test-tsan format demo-model ds-mini bench-engine soak structured-output-acceptance clean
 
 setup:
 	@scripts/setup
@@ -66,6 +71,9 @@ soak: build $(DEMO_MODEL)/config.json
 	  SOAK_REPORT=$(abspath $(SOAK_REPORT)) SOAK_MODEL=$(abspath $(DEMO_MODEL)) \
 	  bash tests/server/soak_test.sh $(DSSERVE) $(CURDIR)
 
+structured-output-acceptance: build
+	scripts/structured-output-acceptance $(DSSERVE)
+
 test: build
 	cd build/release && ctest -j $(JOBS) --output-on-failure --timeout 600
 	@$(MAKE) --no-print-directory fuzz-smoke
@@ -76,7 +84,8 @@ build/fuzz/build.ninja:
 	  -DDSS_BENCH=OFF >/dev/null
 
 fuzz-smoke: setup build/fuzz/build.ninja
-	cmake --build build/fuzz -j $(JOBS) --target fuzz_tokenizer fuzz_output_parser fuzz_request
+	cmake --build build/fuzz -j $(JOBS) --target fuzz_tokenizer fuzz_output_parser fuzz_request \
+	  fuzz_grammar
 	cd build/fuzz && ctest --output-on-failure -R 'fuzz_.*_smoke'
 
 fuzz-long: setup build/fuzz/build.ninja

@@ -177,9 +177,14 @@ class GbnfParser {
       return utf8_expr(all);
     }
     if (c == '(') {
+      if (depth_ >= kMaxGbnfDepth) {
+        return Status(err("parentheses nested deeper than " + std::to_string(kMaxGbnfDepth)));
+      }
       ++i_;
       skip_space(true);
+      ++depth_;
       DSS_ASSIGN_OR_RETURN(Expr e, alternatives(true));
+      --depth_;
       if (i_ >= t_.size() || t_[i_] != ')') return Status(err("expected ')'"));
       ++i_;
       return e;
@@ -293,6 +298,7 @@ class GbnfParser {
 
   std::string_view t_;
   size_t i_ = 0;
+  int32_t depth_ = 0;  // parentheses open at i_
   GrammarIr ir_;
   std::vector<std::string> ref_where_;  // [n_rules] position of the first mention
 };

@@ -18,6 +18,9 @@
 namespace dss::grammar {
 
 inline constexpr int32_t kMaxGbnfRepeat = 1000;
+// Deepest nesting of parentheses accepted: the parser recurses once per level, so thousands of
+// '(' would otherwise overflow the stack of the thread that compiles the grammar.
+inline constexpr int32_t kMaxGbnfDepth = 256;
 
 Result<GrammarIr> parse_gbnf(std::string_view text);
 

@@ -157,7 +157,12 @@ class RegexParser {
           return Status(err("group syntax '(?' (lookaround, named group or flags) not supported"));
         }
       }
+      if (depth_ >= kMaxRegexDepth) {
+        return Status(err("groups nested deeper than " + std::to_string(kMaxRegexDepth)));
+      }
+      ++depth_;
       DSS_ASSIGN_OR_RETURN(Expr e, alternation());
+      --depth_;
       if (i_ >= p_.size() || p_[i_] != ')') return Status(err("missing ')'"));
       ++i_;
       return e;
@@ -319,6 +324,7 @@ class RegexParser {
   std::string_view p_;
   const CharEncoder& enc_;
   size_t i_ = 0;
+  int32_t depth_ = 0;  // groups open at i_
 };
 
 }  // namespace

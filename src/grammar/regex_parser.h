@@ -32,6 +32,9 @@ struct ParsedRegex {
 };
 
 inline constexpr int32_t kMaxRegexRepeat = 1000;  // largest {m,n} bound accepted
+// Deepest nesting of groups accepted: the parser recurses once per level, so a pattern of
+// thousands of '(' would otherwise overflow the stack of the thread that compiles it.
+inline constexpr int32_t kMaxRegexDepth = 256;
 
 // Errors name the position and the construct: "regex: backreference \\1 at 4 not supported".
 Result<ParsedRegex> parse_regex(std::string_view pattern, const CharEncoder& encode);

@@ -123,6 +123,39 @@ TEST(Grammar, RegexErrorsNameTheConstruct) {
   }
 }
 
+// Found by fuzz_grammar: 8,000 nested '(' overflowed the stack of the compiling thread (a 20 KB
+// request with such a `regex` brought the server down). Nesting is now limited to 256 levels.
+TEST(Grammar, DeepNestingIsAnErrorNotAStackOverflow) {
+  GrammarCompiler c(byte_vocab());
+  auto nested = [](int n, const char* open, const char* mid, const char* close) {
+    std::string s;
+    for (int k = 0; k < n; ++k) s += open;
+    s += mid;
+    for (int k = 0; k < n; ++k) s += close;
+    return s;
+  };
+  auto re = c.regex(nested(kMaxRegexDepth, "(", "a", ")"));
+  ASSERT_TRUE(re.is_ok()) << re.message();
+  EXPECT_TRUE(accepts(**re, "a"));
+  auto gb = c.gbnf("root ::= " + nested(kMaxGbnfDepth, "(", "\"a\"", ")") + "\n");
+  ASSERT_TRUE(gb.is_ok()) << gb.message();
+  EXPECT_TRUE(accepts(**gb, "a"));
+  for (int n : {kMaxRegexDepth + 1, 100000}) {
+    auto r = c.regex(nested(n, "(?:", "a", ")"));
+    ASSERT_FALSE(r.is_ok()) << n;
+    EXPECT_NE(r.message().find("nested deeper than 256"), std::string::npos) << r.message();
+    EXPECT_FALSE(c.regex(std::string(n, '(')).is_ok()) << n;
+    auto g = c.gbnf("root ::= " + std::string(n, '('));
+    ASSERT_FALSE(g.is_ok()) << n;
+    EXPECT_NE(g.message().find("nested deeper than 256"), std::string::npos) << g.message();
+    // A JSON Schema pattern goes through the same regex parser.
+    const std::string schema = R"({"type": "string", "pattern": ")" + std::string(n, '(') + "\"}";
+    auto j = c.json_schema(schema);
+    ASSERT_FALSE(j.is_ok()) << n;
+    EXPECT_NE(j.message().find("nested deeper than 256"), std::string::npos) << j.message();
+  }
+}
+
 TEST(Grammar, GbnfLanguageAndErrors) {
   GrammarCompiler c(byte_vocab());
   auto g = c.gbnf(R"(# a list of numbers

@@ -38,7 +38,7 @@ TEST(JsonSchemaAjv, GeneratedDocumentsValidate) {
     files.push_back(e.path());
   }
   std::sort(files.begin(), files.end());
-  ASSERT_GE(files.size(), 30u);
+  ASSERT_GE(files.size(), 60u);
   Json cases = Json::array();
   int n_docs = 0, n_ended = 0;
   for (const auto& f : files) {

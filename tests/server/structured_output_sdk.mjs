@@ -5,6 +5,8 @@
 // same seeded request must be the same text.
 // Usage: node structured_output_sdk.mjs BASE_URL MODEL SCHEMA_DIR
 import OpenAI from 'openai';
+import { zodResponseFormat } from 'openai/helpers/zod';
+import { z } from 'zod';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -211,6 +213,46 @@ await check('ebnf / structured_outputs.grammar (GBNF), stream == non-stream, Reg
     }
   }
   await pool(jobs);
+});
+
+// The SDK's own structured-output helper: a zod schema turned into a strict json_schema
+// response_format by zodResponseFormat, and `chat.completions.parse`, which parses the reply
+// with that zod schema (it throws on a reply zod rejects) into `message.parsed`. The schema
+// bounds every value, so the random model's replies terminate.
+await check('SDK helper: chat.completions.parse + zodResponseFormat returns a parsed object', async () => {
+  const Forecast = z.object({
+    city: z.enum(['Paris', 'Tokyo', 'Lima']),
+    days: z.number().int().min(1).max(14),
+    tags: z.array(z.string().max(6)).max(3),
+    note: z.string().max(8).nullable(),
+    ok: z.boolean(),
+  });
+  const responseFormat = zodResponseFormat(Forecast, 'forecast');
+  // zod emits a draft-07 schema ("$schema" names it); ajv judges it under 2020-12, which reads
+  // these keywords the same way.
+  const { $schema, ...ajvSchema } = responseFormat.json_schema.schema;
+  assert.match($schema, /draft-07/);
+  const valid = validator(ajvSchema);
+  let nParsed = 0;
+  for (const [temperature, seed] of temperatures) {
+    const r = await client.chat.completions.parse({
+      model, messages: user('Forecast as JSON'), max_tokens: 400, temperature, seed,
+      response_format: responseFormat,
+    });
+    const m = r.choices[0];
+    const what = `zod T=${temperature}`;
+    judge(what, { content: m.message.content ?? '', finish_reason: m.finish_reason }, valid(m.message.content ?? ''));
+    if (m.finish_reason !== 'stop') continue;
+    // parsed is the zod-parsed object, equal to the JSON text it came from.
+    assert.equal(typeof m.message.parsed, 'object', what);
+    assert.notEqual(m.message.parsed, null, what);
+    assert.deepEqual(m.message.parsed, Forecast.parse(JSON.parse(m.message.content)), what);
+    assert.ok(['Paris', 'Tokyo', 'Lima'].includes(m.message.parsed.city), what);
+    assert.ok(Number.isInteger(m.message.parsed.days), what);
+    ++nParsed;
+  }
+  assert.ok(nParsed >= 2, `only ${nParsed}/3 parse() replies finished with stop`);
+  console.log(`     parse(): ${nParsed}/3 replies parsed by zod`);
 });
 
 await check('json_schema on /v1/completions (stream == non-stream)', async () => {

@@ -200,9 +200,14 @@ void add_init_model(CLI::App& app) {
   auto* o = &command_options<InitModelOptions>();
   auto* cmd = app.add_subcommand(
       "init-model", "Write a random-weight checkpoint in the official DeepSeek format");
-  cmd->add_option("--preset", o->preset, "tiny | ds-mini | tiny-v32 | ds-mini-v32")
+  cmd->add_option("--preset", o->preset,
+                  "tiny | ds-mini | tiny-v32 | ds-mini-v32 | v3-layers (DeepSeek-V3 671B's layer "
+                  "shapes, 3 layers: 1 dense + 2 MoE, ~27 GB in FP8)")
       ->required()
-      ->check(CLI::IsMember({"tiny", "ds-mini", "tiny-v32", "ds-mini-v32"}));
+      ->check(CLI::IsMember({"tiny", "ds-mini", "tiny-v32", "ds-mini-v32", "v3-layers"}));
+  cmd->add_option("--num-layers", o->n_layers,
+                  "Override num_hidden_layers (the dense ones first, as the preset has them)")
+      ->check(CLI::PositiveNumber);
   cmd->add_option("--out", o->out, "Output directory")->required();
   cmd->add_option("--dtype", o->dtype, "fp8 (e4m3 + 128x128 block scales) | bf16")
       ->check(CLI::IsMember({"fp8", "bf16"}));

@@ -100,7 +100,9 @@ void add_weight_flags(CLI::App* cmd, WeightDType& weight_dtype, WeightStorage& w
          "Arithmetic of the tiled FP8 / BF16 linear layers: f32 (DeepSeek's float32 "
          "reference arithmetic) | bf16 (activations rounded to bf16 and AVX512-BF16 dot "
          "products, as DeepSeek's own bf16 inference; ~1.5x the matmul rate; an error "
-         "without AVX512-BF16) | auto (bf16 where the CPU has AVX512-BF16, else f32)")
+         "without AVX512-BF16) | auto (the faster of the two, timed at start-up on this CPU "
+         "and cached per CPU model in ~/.cache/dsserve or $XDG_CACHE_HOME/dsserve; "
+         "DSSERVE_MATMUL_REMEASURE=1 ignores the cache)")
       ->check(CLI::IsMember({"f32", "bf16", "auto"}))
       ->default_str("auto");
 }

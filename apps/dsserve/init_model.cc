@@ -1,5 +1,6 @@
 #include "apps/dsserve/init_model.h"
 
+#include <algorithm>
 #include <cstdio>
 
 #include "apps/dsserve/default_tokenizer_dir.h"
@@ -22,6 +23,10 @@ void print_progress(int64_t done, int64_t total) {
 Status init_model(const InitModelOptions& o) {
   DSS_ASSIGN_OR_RETURN(Json cfg, preset_config(o.preset));
   if (o.vocab_size > 0) cfg["vocab_size"] = o.vocab_size;
+  if (o.n_layers > 0) {
+    cfg["num_hidden_layers"] = o.n_layers;
+    cfg["first_k_dense_replace"] = std::min(o.n_layers, cfg["first_k_dense_replace"].get<int>());
+  }
   RandomCheckpointOptions ro;
   ro.out_dir = o.out;
   ro.seed = o.seed;

@@ -17,6 +17,7 @@ struct InitModelOptions {
   std::string dtype = "fp8";
   uint64_t seed = 7;
   int32_t vocab_size = 0;     // 0: the preset's
+  int32_t n_layers = 0;       // 0: the preset's num_hidden_layers
   std::string tokenizer_dir;  // empty: default_tokenizer_dir() (default_tokenizer_dir.h)
   bool quiet = false;
 };

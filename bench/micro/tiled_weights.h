@@ -27,8 +27,8 @@ struct TiledWeights {
   std::vector<float> scales;
 };
 
-// What model/deepseek/weights.cc (use_bf16_dot) gives a tiled projection: kTiledPairs for the
-// bf16-dot arithmetic where tile_matrix can pair it, else kTiled.
+// What place_weights (model/deepseek/weight_placement.h) gives a tiled projection under the
+// bf16-dot arithmetic: kTiledPairs where tile_matrix can pair it, else kTiled.
 inline WeightLayout model_layout(DType dt, int64_t rows, int64_t cols) {
   return cpu::cpu_has_bf16_dot() && can_tile(Matrix{dt, rows, cols}, WeightLayout::kTiledPairs)
              ? WeightLayout::kTiledPairs

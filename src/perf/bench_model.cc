@@ -48,6 +48,19 @@ void describe_run(State& s) {
   j["lm_head_dtype"] =
       a.lm_head_dtype == WeightDType::kAsStored ? "stored" : to_string(a.lm_head_dtype);
   j["matmul_dtype"] = s.m.matmul_bf16() ? "bf16" : "f32";
+  // How that arithmetic was chosen: the flag, and for auto the two measured (or cached) rates.
+  const MatmulChoice& mc = s.m.matmul_choice();
+  j["matmul_dtype_flag"] = to_string(a.matmul_dtype);
+  j["matmul_choice"] = {{"source", mc.source},
+                        {"f32_gflops", mc.f32_gflops},
+                        {"bf16_gflops", mc.bf16_gflops},
+                        {"probe_s", mc.probe_s},
+                        {"cpu", mc.cpu},
+                        {"cache_path", mc.cache_path},
+                        {"f32_gemv_gflops", mc.rates.f32_gemv},
+                        {"f32_gemm_gflops", mc.rates.f32_gemm},
+                        {"bf16_gemv_gflops", mc.rates.bf16_gemv},
+                        {"bf16_gemm_gflops", mc.rates.bf16_gemm}};
   j["kv_cache_dtype"] = kv_dtype_name(s.kv_dtype);
   j["decode_tokens"] = a.decode_tokens;
   j["decode_token_ids"] = "fixed random";

@@ -1,5 +1,6 @@
 #include "tensor/tiled_layout.h"
 
+#include <algorithm>
 #include <cstring>
 #include <vector>
 
@@ -30,6 +31,33 @@ void pair_tiles(std::vector<uint8_t>& data, int64_t n_cols) {
     std::memcpy(data.data() + off, pair, kPairBytes);
   }
 }
+
+// Tiles [t0, t1) of the row-major src [n_rows, n_cols] of T into dst (the whole tiled matrix):
+// kTiled puts (r, c) of a tile at c * 32 + r, kTiledPairs at (c / 2) * 64 + 2 r + c % 2
+// (tensor/matrix.h). src is read through memcpy: a mapped tensor need not be aligned to T.
+template <typename T>
+void tile_range(const uint8_t* src, int64_t n_rows, int64_t n_cols, bool pairs, int64_t t0,
+                int64_t t1, T* dst) {
+  for (int64_t t = t0; t < t1; ++t) {
+    T* tile = dst + t * kTileRows * n_cols;
+    const int64_t r0 = t * kTileRows, nr = std::min(kTileRows, n_rows - r0);
+    if (nr < kTileRows) std::memset(tile, 0, static_cast<size_t>(kTileRows * n_cols) * sizeof(T));
+    for (int64_t r = 0; r < nr; ++r) {
+      const uint8_t* row = src + static_cast<size_t>((r0 + r) * n_cols) * sizeof(T);
+      T* out = tile + (pairs ? 2 * r : r);
+      const int64_t stride = pairs ? 2 * kTileRows : kTileRows;  // column (pair) c -> c + 1
+      const int64_t n_words = pairs ? n_cols / 2 : n_cols;
+      for (int64_t c = 0; c < n_words; ++c) {
+        if (pairs) {
+          std::memcpy(out + c * stride, row + static_cast<size_t>(2 * c) * sizeof(T),
+                      2 * sizeof(T));
+        } else {
+          std::memcpy(out + c * stride, row + static_cast<size_t>(c) * sizeof(T), sizeof(T));
+        }
+      }
+    }
+  }
+}
 }  // namespace
 
 bool can_tile(const Matrix& m, WeightLayout to) {
@@ -47,23 +75,30 @@ OwnedMatrix tile_matrix(const Matrix& m, WeightLayout to) {
   o.dtype = m.dtype;
   o.n_rows = m.n_rows;
   o.n_cols = m.n_cols;
-  o.layout = WeightLayout::kTiled;
-  const Matrix shape = o.view();  // element_index / data_bytes of the tiled layout
-  o.data.assign(shape.data_bytes(), 0);
-  const size_t es = dtype_size(m.dtype);
-  const auto* src = static_cast<const uint8_t*>(m.data);
-  for (int64_t r = 0; r < m.n_rows; ++r) {
-    const uint8_t* row = src + static_cast<size_t>(r * m.n_cols) * es;
-    uint8_t* dst = o.data.data() + static_cast<size_t>(shape.element_index(r, 0)) * es;
-    const size_t stride = static_cast<size_t>(kTileRows) * es;  // column c -> c + 1
-    for (int64_t c = 0; c < m.n_cols; ++c)
-      std::memcpy(dst + static_cast<size_t>(c) * stride, row + static_cast<size_t>(c) * es, es);
-  }
+  o.layout = to;
+  o.data.resize(o.view().data_bytes());
+  tile_rows_into(m, to, 0, (m.n_rows + kTileRows - 1) / kTileRows, o.data.data());
   if (m.dtype == DType::kF8E4M3)
     o.scales.assign(m.scales, m.scales + m.n_scale_rows() * m.n_scale_cols());
   if (m.dtype == DType::kI8) o.scales.assign(m.scales, m.scales + m.n_rows);
-  if (to == WeightLayout::kTiledPairs) pair_tiles_in_place(o);
   return o;
+}
+
+void tile_rows_into(const Matrix& m, WeightLayout to, int64_t tile_begin, int64_t tile_end,
+                    void* dst) {
+  DSS_CHECK(can_tile(m, to), "tile_rows_into: ", dtype_name(m.dtype), " [", m.n_rows, ", ",
+            m.n_cols, "] cannot be tiled as layout ", static_cast<int>(to));
+  DSS_CHECK(0 <= tile_begin && tile_begin <= tile_end &&
+                tile_end <= (m.n_rows + kTileRows - 1) / kTileRows,
+            "tile_rows_into: tiles [", tile_begin, ", ", tile_end, ") of ", m.n_rows, " rows");
+  const bool pairs = to == WeightLayout::kTiledPairs;
+  if (dtype_size(m.dtype) == 1) {
+    tile_range<uint8_t>(static_cast<const uint8_t*>(m.data), m.n_rows, m.n_cols, pairs, tile_begin,
+                        tile_end, static_cast<uint8_t*>(dst));
+  } else {
+    tile_range<uint16_t>(static_cast<const uint8_t*>(m.data), m.n_rows, m.n_cols, pairs, tile_begin,
+                         tile_end, static_cast<uint16_t*>(dst));
+  }
 }
 
 bool can_pair_tiles(const OwnedMatrix& o) {

@@ -19,6 +19,14 @@ bool can_tile(const Matrix& m, WeightLayout to = WeightLayout::kTiled);
 // view().at(r, c) == m.at(r, c) for every element. Precondition: can_tile(m, to).
 OwnedMatrix tile_matrix(const Matrix& m, WeightLayout to = WeightLayout::kTiled);
 
+// Tiles [tile_begin, tile_end) of m in layout `to` (kTiled | kTiledPairs), written where they lie
+// in the whole tiled matrix whose data starts at `dst` (Matrix::data_bytes of the tiled shape;
+// the last tile's padding rows are zeroed): reads only m's rows [32 tile_begin, 32 tile_end), so
+// disjoint tile ranges may be written by different threads (load_weights' parallel repack).
+// Preconditions: can_tile(m, to); 0 <= tile_begin <= tile_end <= ceil(m.n_rows / 32).
+void tile_rows_into(const Matrix& m, WeightLayout to, int64_t tile_begin, int64_t tile_end,
+                    void* dst);
+
 // Whether an owned kTiled matrix can become kTiledPairs in place (F8E4M3 | BF16, even n_cols).
 bool can_pair_tiles(const OwnedMatrix& o);
 

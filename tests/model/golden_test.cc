@@ -13,7 +13,11 @@
 // targets' summation orders); it is 2.5e-5..3.6e-5 on these data, far below the logit margins
 // that decide the argmax (>= 9.8e-4), and 10x below the 1e-5-perturbation sensitivity.
 #include <gtest/gtest.h>
+#include <stdlib.h>
+#include <unistd.h>
 
+#include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -172,12 +176,44 @@ TEST_P(GoldenTest, Bf16MatmulWithinTheReferenceBf16Deviation) {
   }
 }
 
+// A matmul-dtype cache (matmul_choice.h) in a fresh $XDG_CACHE_HOME that says bf16 measured
+// faster (or slower) on this CPU at every thread count a test loads with; the old value back and
+// the directory removed at the end of the scope.
+class FakeMatmulCache {
+ public:
+  explicit FakeMatmulCache(bool bf16_faster) {
+    if (const char* v = getenv("XDG_CACHE_HOME")) old_ = v;
+    dir_ = std::filesystem::temp_directory_path() /
+           ("dss_golden_matmul_" + std::to_string(::getpid()));
+    std::filesystem::create_directories(dir_ / "dsserve");
+    std::ofstream out(dir_ / "dsserve" / "matmul-dtype.tsv");
+    for (int n = 1; n <= 256; ++n) {
+      out << CpuBackend::cpu_model_key() << "\t" << n << "\t" << (bf16_faster ? 100 : 400) << "\t"
+          << (bf16_faster ? 400 : 100) << "\n";
+    }
+    setenv("XDG_CACHE_HOME", dir_.c_str(), 1);
+  }
+  ~FakeMatmulCache() {
+    if (old_.empty()) {
+      unsetenv("XDG_CACHE_HOME");
+    } else {
+      setenv("XDG_CACHE_HOME", old_.c_str(), 1);
+    }
+    std::filesystem::remove_all(dir_);
+  }
+
+ private:
+  std::filesystem::path dir_;
+  std::string old_;
+};
+
 // --matmul-dtype at load: bad values and impossible combinations are refused with the flag named;
-// auto picks bf16 exactly where the CPU has AVX512-BF16 and the weights are tiled, and only the
-// layers it documents switch: the router stays f32, W_UK^T switches where it is tiled in kv_b's
-// dtype (tiny-v3-bf16) and stays f32 where it is an f32 copy (tiny-v3: kv_lora_rank 64 is not a
-// whole FP8 scale block).
+// auto takes bf16 exactly where the CPU has AVX512-BF16, the weights are tiled and bf16 measured
+// faster (here: a cache that says so), and only the layers it documents switch: the router stays
+// f32, W_UK^T switches where it is tiled in kv_b's dtype (tiny-v3-bf16) and stays f32 where it is
+// an f32 copy (tiny-v3: kv_lora_rank 64 is not a whole FP8 scale block).
 TEST(MatmulDtype, LoadChoosesAndRefusesClearly) {
+  const FakeMatmulCache bf16_faster(true);
   const std::string dir = std::string(DSS_TEST_DATA) + "/golden/tiny-v3";
   // The flag spellings parse as the CLI parses them (load_options.h).
   auto load = [&](const char* md, const char* layout, const char* act_quant) {
@@ -227,6 +263,22 @@ TEST(MatmulDtype, LoadChoosesAndRefusesClearly) {
   ASSERT_TRUE(f.is_ok());
   EXPECT_FALSE((*f)->matmul_bf16());
   EXPECT_EQ((*f)->weights().lm_head.arith, MatmulArith::kF32);
+  EXPECT_EQ((*f)->matmul_choice().source, "flag");
+  EXPECT_EQ((*a)->matmul_choice().source, has ? "cache" : "no-bf16");
+}
+
+// auto where f32 measured faster (the Intel Xeon VM of issue #41): f32 although the CPU has
+// AVX512-BF16, every linear layer in f32 arithmetic and kTiled.
+TEST(MatmulDtype, AutoTakesF32WhereItMeasuredFaster) {
+  const FakeMatmulCache f32_faster(false);
+  LoadOptions o{std::string(DSS_TEST_DATA) + "/golden/tiny-v3"};
+  o.matmul_dtype = MatmulDType::kAuto;
+  auto a = Model::load(o);
+  ASSERT_TRUE(a.is_ok()) << a.message();
+  EXPECT_FALSE((*a)->matmul_bf16());
+  EXPECT_EQ((*a)->matmul_choice().dtype, MatmulDType::kF32);
+  EXPECT_EQ((*a)->weights().lm_head.arith, MatmulArith::kF32);
+  EXPECT_EQ((*a)->weights().layers[0].mla.q_b.layout, WeightLayout::kTiled);
 }
 
 INSTANTIATE_TEST_SUITE_P(Checkpoints, GoldenTest, ::testing::Values("tiny-v3", "tiny-v3-bf16"));

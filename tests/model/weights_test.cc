@@ -9,13 +9,16 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstring>
 #include <string>
 #include <vector>
 
+#include "base/thread_pool.h"
 #include "io/checkpoint.h"
 #include "io/model_config.h"
 #include "model/deepseek/quant_policy.h"
 #include "model/deepseek/weights.h"
+#include "tensor/tiled_layout.h"
 
 namespace dss {
 namespace {
@@ -187,6 +190,60 @@ TEST(Weights, TiledAndConvertedCopiesLiveInTheArena) {
   QuantPolicy int8;
   int8.to = DType::kI8;
   expect_arena_holds_weights("tiny-v3", &int8);
+}
+
+// place_weights over a pool (chunks in any order on any thread) lays out the arena byte for byte
+// as on one thread, with the same layout and arithmetic per view.
+TEST(Weights, PlacementOverAPoolEqualsOneThread) {
+  ThreadPool pool(3);
+  for (const char* name : {"tiny-v3", "tiny-v32"}) {
+    for (bool bf16_dot : {false, true}) {
+      SCOPED_TRACE(std::string(name) + (bf16_dot ? " bf16-dot" : ""));
+      const std::string dir = std::string(DSS_TEST_DATA) + "/golden/" + name;
+      auto cfg = ModelConfig::load(dir);
+      auto ck = Checkpoint::open(dir);
+      ASSERT_TRUE(cfg.is_ok() && ck.is_ok());
+      auto one = load_weights(*ck, *cfg, nullptr, true, nullptr, bf16_dot);
+      auto par = load_weights(*ck, *cfg, nullptr, true, nullptr, bf16_dot, {}, {}, &pool);
+      ASSERT_TRUE(one.is_ok() && par.is_ok());
+      ASSERT_EQ(one->arena.size(), par->arena.size());
+      EXPECT_EQ(std::memcmp(one->arena.data(), par->arena.data(), one->arena.size()), 0);
+      const std::vector<Matrix*> a = matrices(*one), b = matrices(*par);
+      ASSERT_EQ(a.size(), b.size());
+      for (size_t i = 0; i < a.size(); ++i) {
+        EXPECT_EQ(a[i]->layout, b[i]->layout) << i;
+        EXPECT_EQ(a[i]->arith, b[i]->arith) << i;
+        const bool in_arena =
+            a[i]->data >= one->arena.data() && a[i]->data < one->arena.data() + one->arena.size();
+        if (!in_arena) {
+          EXPECT_EQ(a[i]->data, b[i]->data) << i;  // the same view of the mapping
+          continue;
+        }
+        EXPECT_EQ(static_cast<const uint8_t*>(a[i]->data) - one->arena.data(),
+                  static_cast<const uint8_t*>(b[i]->data) - par->arena.data())
+            << i;
+      }
+    }
+  }
+}
+
+// tile_rows_into over disjoint tile ranges writes what tile_matrix writes for the whole matrix,
+// in both layouts and element sizes, a ragged last tile included (its padding rows zero).
+TEST(Weights, TileRowsIntoRangesEqualWholeTiling) {
+  for (DType dt : {DType::kF8E4M3, DType::kBF16}) {
+    const int64_t rows = 75, cols = 10;  // 3 tiles, the last with 11 rows
+    std::vector<uint8_t> data(static_cast<size_t>(rows * cols) * dtype_size(dt));
+    for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<uint8_t>((i * 37 + 11) & 0x7e);
+    std::vector<float> scales(1, 0.5f);
+    const Matrix m{dt, rows, cols, data.data(), dt == DType::kF8E4M3 ? scales.data() : nullptr};
+    for (WeightLayout to : {WeightLayout::kTiled, WeightLayout::kTiledPairs}) {
+      const OwnedMatrix whole = tile_matrix(m, to);
+      std::vector<uint8_t> parts(whole.data.size(), 0xcd);
+      tile_rows_into(m, to, 2, 3, parts.data());
+      tile_rows_into(m, to, 0, 2, parts.data());
+      EXPECT_EQ(parts, whole.data) << dtype_name(dt) << " layout " << static_cast<int>(to);
+    }
+  }
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <memory>
+#include <string>
 
 #include "backend/backend.h"
 #include "base/thread_pool.h"
@@ -14,6 +15,19 @@
 namespace dss {
 
 struct CpuScratch;
+
+// Speeds of the two arithmetics of the tiled FP8 / BF16 linear layers (MatmulArith) on this CPU,
+// as CpuBackend::measure_matmul_rates times them for --matmul-dtype auto, GFLOP/s: at 1 token
+// (decode's GEMV) and at n_tok tokens (a prefill chunk's GEMM). bf16: 0 without AVX512-BF16.
+struct MatmulRates {
+  double f32_gemv = 0, f32_gemm = 0;    // MatmulArith::kF32 on kTiled
+  double bf16_gemv = 0, bf16_gemm = 0;  // MatmulArith::kBf16Dot on kTiledPairs
+};
+// The rates from all timed rounds (`best`) and from each half of them alone: where the halves
+// disagree, load from elsewhere disturbed the measurement (the caller may then not trust it).
+struct MatmulProbe {
+  MatmulRates best, first_half, second_half;
+};
 
 class CpuBackend {
  public:
@@ -29,6 +43,17 @@ class CpuBackend {
 
   // Whether this CPU has AVX512-BF16 (vdpbf16ps): what --matmul-dtype bf16 needs.
   static bool cpu_has_bf16_dot();
+
+  // This CPU model in one line, the key --matmul-dtype auto caches its measurement under: CPUID
+  // vendor, brand, family / model / stepping and the Highway target the kernels dispatch to.
+  static std::string cpu_model_key();
+
+  // The rates of y = x W^T on this backend's pool for a random FP8 W [n_rows, n_cols] (128 x 128
+  // block scales) in each arithmetic (bf16: only where cpu_has_bf16_dot()), at 1 token (8 GEMVs
+  // back to back per sample) and at `n_tok` tokens; warmed up once, then the fastest of 8 rounds
+  // that interleave the arithmetics (backend/cpu/matmul_rates.cc; ~50 ms for [576, 7168] x 64
+  // tokens on 2 Zen 5 threads).
+  MatmulProbe measure_matmul_rates(int64_t n_rows, int64_t n_cols, int64_t n_tok) const;
 
   int32_t n_threads() const { return pool_->n_threads(); }
   ThreadPool& pool() const { return *pool_; }

@@ -278,6 +278,34 @@ Result<Json> preset_config(const std::string& name) {
     base.erase("attention_dropout");
     return base;
   }
+  if (name == "v3-layers") {  // DeepSeek-V3 671B's own shapes (its config.json), 3 layers
+    base.update({{"hidden_size", 7168},
+                 {"num_hidden_layers", 3},  // 1 dense + 2 MoE, ~27 GB in FP8 (load-rate tests)
+                 {"first_k_dense_replace", 1},
+                 {"num_attention_heads", 128},
+                 {"num_key_value_heads", 128},
+                 {"q_lora_rank", 1536},
+                 {"kv_lora_rank", 512},
+                 {"qk_nope_head_dim", 128},
+                 {"qk_rope_head_dim", 64},
+                 {"v_head_dim", 128},
+                 {"intermediate_size", 18432},
+                 {"moe_intermediate_size", 2048},
+                 {"n_routed_experts", 256},
+                 {"num_experts_per_tok", 8},
+                 {"n_group", 8},
+                 {"topk_group", 4},
+                 {"rope_scaling",
+                  {{"type", "yarn"},
+                   {"factor", 40},
+                   {"original_max_position_embeddings", 4096},
+                   {"beta_fast", 32},
+                   {"beta_slow", 1},
+                   {"mscale", 1.0},
+                   {"mscale_all_dim", 1.0}}},
+                 {"max_position_embeddings", 163840}});
+    return base;
+  }
   if (name == "tiny-v32" || name == "ds-mini-v32") {  // the same shapes as DeepSeek-V3.2
     DSS_ASSIGN_OR_RETURN(Json c, preset_config(name == "tiny-v32" ? "tiny" : "ds-mini"));
     c["architectures"] = {"DeepseekV32ForCausalLM"};
@@ -299,7 +327,8 @@ Result<Json> preset_config(const std::string& name) {
     }
     return c;
   }
-  return Status::error("unknown preset '", name, "' (tiny | ds-mini | tiny-v32 | ds-mini-v32)");
+  return Status::error("unknown preset '", name,
+                       "' (tiny | ds-mini | tiny-v32 | ds-mini-v32 | v3-layers)");
 }
 
 }  // namespace dss

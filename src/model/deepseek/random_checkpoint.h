@@ -28,8 +28,10 @@ struct RandomCheckpointOptions {
 // `hf_config` is a config.json object without quantization_config (added when fp8).
 Status write_random_checkpoint(const Json& hf_config, const RandomCheckpointOptions& opts);
 
-// The built-in presets: "tiny" (golden tiny-v3 shapes, real vocabulary) and "ds-mini"
-// (the benchmark shape, identical to shared/configs/ds-mini.json).
+// The built-in presets: "tiny" (golden tiny-v3 shapes, real vocabulary), "ds-mini"
+// (the benchmark shape, identical to shared/configs/ds-mini.json), their V3.2 forms "tiny-v32"
+// and "ds-mini-v32", and "v3-layers": DeepSeek-V3 671B's real layer shapes (hidden 7168, 128
+// heads, 256 experts of 2048) in 3 layers, 1 dense + 2 MoE, for load-rate measurements.
 Result<Json> preset_config(const std::string& name);
 
 }  // namespace dss

@@ -1,13 +1,11 @@
 #include "model/deepseek/weights.h"
 
-#include <malloc.h>
-
 #include <cmath>
 #include <cstring>
 #include <map>
-#include <set>
 
 #include "base/check.h"
+#include "model/deepseek/weight_placement.h"
 #include "tensor/tiled_layout.h"
 
 namespace dss {
@@ -83,11 +81,9 @@ class Loader {
       owned_.push_back(convert_matrix(m, policy->to, policy->ue8m0));
       m = owned_.back().view();
     }
-    if (tile_ && tileable && can_tile(m)) {
-      owned_.push_back(tile_matrix(m));
-      m = owned_.back().view();
-    }
-    count(m.dtype, m.data_bytes());
+    Matrix stored = m;  // as it will be stored: place_weights tiles it after the views are built
+    if (tile_ && tileable && can_tile(m)) stored.layout = WeightLayout::kTiled;
+    count(m.dtype, stored.data_bytes());
     if (m.dtype == DType::kF8E4M3)
       count(DType::kF32, static_cast<size_t>(m.n_scale_rows() * m.n_scale_cols()) * 4);
     if (m.dtype == DType::kI8) count(DType::kF32, static_cast<size_t>(m.n_rows) * 4);
@@ -261,113 +257,10 @@ OwnedMatrix transpose_uk(const Matrix& kv_b, int64_t H, int64_t d_nope, int64_t 
   return t;
 }
 
-// w.owned by the address of each one's data (what a view of it holds in Matrix::data).
-std::map<const void*, OwnedMatrix*> owned_by_data(ModelWeights& w) {
-  std::map<const void*, OwnedMatrix*> by_data;
-  for (OwnedMatrix& o : w.owned) by_data[o.data.data()] = &o;
-  return by_data;
-}
-
-// MatmulArith::kBf16Dot for the linear layers that take it: the tiled FP8 / BF16 projections
-// (W_UK^T too where it is tiled FP8 / BF16, as DeepSeek's bf16 absorbed decode multiplies q_nope
-// by wkv_b in bf16; its f32 copy, for INT8 kv_b or FP8 heads that cannot keep their scale
-// blocks, stays f32), FFNs, experts and lm_head (not the router nor the indexer). Those with an
-// even column count are re-laid out as kTiledPairs in place (their owned tiled copies), which the
-// bf16-dot kernels read without an interleave per column pair (measured: docs/measurements.md
-// "Pair-interleaved tiles").
-void use_bf16_dot(ModelWeights& w) {
-  std::map<const void*, OwnedMatrix*> by_data = owned_by_data(w);
-  std::set<const Matrix*> f32_only;  // the router and the V3.2 indexer
-  for (LayerWeights& L : w.layers) {
-    if (L.is_moe) f32_only.insert(&L.moe.router);
-    if (L.mla.has_indexer) {
-      for (const Matrix* m : {&L.mla.indexer.wk, &L.mla.indexer.wq_b, &L.mla.indexer.weights_proj})
-        f32_only.insert(m);
-    }
-  }
-  for_each_matrix(w, [&](Matrix& m) {
-    if (f32_only.count(&m) != 0 || m.layout == WeightLayout::kRowMajor ||
-        (m.dtype != DType::kF8E4M3 && m.dtype != DType::kBF16))
-      return;
-    m.arith = MatmulArith::kBf16Dot;
-    const auto it = by_data.find(m.data);
-    DSS_CHECK(it != by_data.end(), "use_bf16_dot: a tiled matrix that is not an owned copy");
-    OwnedMatrix& o = *it->second;
-    if (o.layout == WeightLayout::kTiled && can_pair_tiles(o)) pair_tiles_in_place(o);
-    m.layout = o.layout;  // a second view of the same copy (none today) follows the first
-  });
-  // No other view may read a paired copy: only the bf16-dot kernels read kTiledPairs.
-  for_each_matrix(w, [&](Matrix& m) {
-    const auto it = by_data.find(m.data);
-    DSS_CHECK(it == by_data.end() || it->second->layout == m.layout,
-              "use_bf16_dot: a view of a re-laid-out copy kept its old layout");
-  });
-}
-
-// Moves every owned matrix a view reads into one huge-page buffer (ModelWeights::arena), re-points
-// the views, frees each owned buffer as soon as it is copied (peak memory: the weights plus one
-// matrix) and drops the owned matrices no view reads.
-// The matrices' data lie back to back in the order a forward pass reads them (for_each_matrix's:
-// per layer q_a, kv_a, q_b, the V3.2 indexer, W_UK^T, kv_b, o, the router, each expert's gate, up
-// and down, ...; lm_head last), their scales after all of them, so that products run
-// one after another read one stream (an expert's gate, up and down: the MoE's two-stage jobs run
-// a whole expert's three back to back). bench/micro/cold_stream_bench, 10 expert matrices one
-// after another on one thread, cold: 23.1 / 25.3 / 31.1 GB/s each in its own buffer, 30.2 / 29.6
-// / 33.3 back to back.
-void pack_into_arena(ModelWeights& w, const WeightAllocator& allocate) {
-  std::map<const void*, OwnedMatrix*> by_data = owned_by_data(w);
-  std::vector<OwnedMatrix*> order;  // the owned matrices a view reads, once each, in use order
-  for_each_matrix(w, [&](Matrix& m) {
-    if (auto it = by_data.find(m.data); it != by_data.end()) {
-      order.push_back(it->second);
-      by_data.erase(it);  // a second view of the same data adds nothing
-    }
-  });
-  auto align = [](size_t n) { return (n + 63) / 64 * 64; };
-  size_t data_bytes = 0;
-  for (const OwnedMatrix* o : order) data_bytes += align(o->data.size());
-  size_t total = data_bytes;
-  for (const OwnedMatrix* o : order) total += align(o->scales.size() * 4);
-  w.arena = allocate ? allocate(total) : Buffer::host(total);
-  DSS_CHECK(w.arena.space() == MemorySpace::kHost, "weights are packed on the host");
-  struct Moved {
-    const void* data;
-    const float *old_scales, *scales;
-  };
-  std::map<const void*, Moved> moved;  // old data -> new place
-  size_t off = 0, sc_off = data_bytes;
-  for (OwnedMatrix* o : order) {
-    uint8_t* d = w.arena.data() + off;
-    std::memcpy(d, o->data.data(), o->data.size());
-    off += align(o->data.size());
-    float* sc = nullptr;
-    if (!o->scales.empty()) {
-      sc = reinterpret_cast<float*>(w.arena.data() + sc_off);
-      std::memcpy(sc, o->scales.data(), o->scales.size() * 4);
-      sc_off += align(o->scales.size() * 4);
-    }
-    moved[o->data.data()] = {d, o->scales.empty() ? nullptr : o->scales.data(), sc};
-    std::vector<uint8_t>().swap(o->data);  // the old addresses stay map keys only
-    std::vector<float>().swap(o->scales);
-  }
-  DSS_CHECK(off == data_bytes, "arena layout");
-  DSS_CHECK(sc_off == total, "arena layout");
-  for_each_matrix(w, [&](Matrix& m) {
-    if (auto it = moved.find(m.data); it != moved.end()) {
-      m.data = it->second.data;
-      if (m.scales != nullptr && m.scales == it->second.old_scales) m.scales = it->second.scales;
-    }
-  });
-  w.owned.clear();
-  // The freed buffers below glibc's (adaptive) mmap threshold sit in the heap; hand their pages
-  // back (else the process keeps ~the weights' size twice as resident memory).
-  malloc_trim(0);
-}
-
 // One layer's attention (prefix "model.layers.N.self_attn"): this shard's heads of q_b, kv_b and
 // o, W_UK^T derived from them (into `owned`), the rest whole.
 Status load_mla(Loader& ld, const ModelConfig& c, const std::string& sa, const ShardSpec& shard,
-                bool tile, std::vector<OwnedMatrix>& owned, MlaWeights& a) {
+                std::vector<OwnedMatrix>& owned, MlaWeights& a) {
   const int64_t H = c.n_heads / shard.size, h0 = shard.begin(c.n_heads);
   const Part q_heads{h0 * c.d_qk(), (h0 + H) * c.d_qk(), 0, -1};
   const Part kv_heads{h0 * (c.d_nope + c.d_v), (h0 + H) * (c.d_nope + c.d_v), 0, -1};
@@ -384,12 +277,8 @@ Status load_mla(Loader& ld, const ModelConfig& c, const std::string& sa, const S
                                          c.kv_lora_rank, true, kv_heads));
   DSS_ASSIGN_OR_RETURN(
       a.o, ld.matrix(sa + ".o_proj.weight", c.d_model, c.n_heads * c.d_v, true, o_heads));
-  owned.push_back(transpose_uk(a.kv_b, H, c.d_nope, c.d_v));
+  owned.push_back(transpose_uk(a.kv_b, H, c.d_nope, c.d_v));  // tiled by place_weights
   a.w_uk_t = owned.back().view();
-  if (tile && can_tile(a.w_uk_t)) {
-    owned.push_back(tile_matrix(a.w_uk_t));
-    a.w_uk_t = owned.back().view();
-  }
   if (c.arch == ModelArch::kDeepseekV32) {
     const std::string ix = sa + ".indexer";
     IndexerWeights& iw = a.indexer;
@@ -446,7 +335,8 @@ Status load_moe(Loader& ld, const ModelConfig& c, const std::string& mlp, const 
 Result<ModelWeights> load_weights(const Checkpoint& ck, const ModelConfig& c,
                                   const QuantPolicy* convert, bool tile,
                                   const QuantPolicy* lm_head_convert, bool bf16_dot,
-                                  const WeightAllocator& allocate, const ShardSpec& shard) {
+                                  const WeightAllocator& allocate, const ShardSpec& shard,
+                                  ThreadPool* pool) {
   DSS_RETURN_IF_ERROR(check_shardable(c, shard));
   ModelWeights w;
   Loader ld(ck, convert, lm_head_convert, tile, w.owned);
@@ -466,7 +356,7 @@ Result<ModelWeights> load_weights(const Checkpoint& ck, const ModelConfig& c,
     LayerWeights L;
     DSS_ASSIGN_OR_RETURN(L.attn_norm, ld.vector(p + ".input_layernorm.weight", c.d_model));
     DSS_ASSIGN_OR_RETURN(L.ffn_norm, ld.vector(p + ".post_attention_layernorm.weight", c.d_model));
-    DSS_RETURN_IF_ERROR(load_mla(ld, c, p + ".self_attn", shard, tile, w.owned, L.mla));
+    DSS_RETURN_IF_ERROR(load_mla(ld, c, p + ".self_attn", shard, w.owned, L.mla));
     L.is_moe = c.is_moe_layer(i);
     if (!L.is_moe) {
       DSS_ASSIGN_OR_RETURN(L.dense, ld.ffn(p + ".mlp", c.d_model, c.d_ff, shard));
@@ -476,8 +366,7 @@ Result<ModelWeights> load_weights(const Checkpoint& ck, const ModelConfig& c,
     w.layers.push_back(std::move(L));
   }
   w.bytes_by_dtype = ld.bytes();
-  if (bf16_dot) use_bf16_dot(w);
-  pack_into_arena(w, allocate);
+  place_weights(w, tile, bf16_dot, allocate, pool);
   return w;
 }
 

@@ -19,6 +19,8 @@
 
 namespace dss {
 
+class ThreadPool;
+
 // DeepSeek-V3.2 lightning indexer of one layer (docs/deepseek-reference.md 2.9).
 struct IndexerWeights {
   Matrix wq_b;  // [index_n_heads * index_head_dim, q_lora_rank]; per head [rope | rest]
@@ -98,7 +100,7 @@ struct ModelWeights {
 // indexer, router, FFNs and experts, lm_head), in the order a forward pass reads them: the
 // embedding, then per layer q_a, kv_a, q_b, the indexer's wk, wq_b and weights_proj
 // (indexer_keys, before the attention), W_UK^T, kv_b, o, the router, each expert's gate, up and
-// down, the shared expert or the dense FFN; lm_head last. pack_into_arena lays the weights out in
+// down, the shared expert or the dense FFN; lm_head last. place_weights lays the weights out in
 // this order.
 template <typename Fn>
 void for_each_matrix(ModelWeights& w, Fn&& fn) {
@@ -131,7 +133,7 @@ void for_each_matrix(ModelWeights& w, Fn&& fn) {
 // shape. Errors name the file and the tensor. With `convert`, the tensors the policy selects are
 // converted into owned buffers (ModelWeights::owned) with the same rules as `dsserve convert`.
 // With `tile`, every matrix the CPU kernels can read tiled (tensor/tiled_layout.h; not the
-// embedding) is then repacked into an owned tiled copy; otherwise the views stay on the mapping.
+// embedding) is then repacked into the weight arena; otherwise the views stay on the mapping.
 // `lm_head_convert` (`--lm-head-dtype`), when set, converts lm_head (which `convert`'s default
 // policy keeps as stored) to its `to`. With `bf16_dot` (`--matmul-dtype bf16`; needs `tile` to
 // change anything), the tiled FP8 / BF16 projections, FFNs, experts and lm_head get
@@ -142,12 +144,13 @@ void for_each_matrix(ModelWeights& w, Fn&& fn) {
 // ~1/size of the split tensors.
 // `allocate` makes the arena (the backend's allocate for MemoryUse::kWeights; empty: host
 // memory). The matrices no conversion or tiling touches stay views of the mapped file, which the
-// CPU backend reads in place.
+// CPU backend reads in place. The repack and the arena are place_weights' (weight_placement.h):
+// chunks over `pool` (null: the calling thread), releasing the mapped pages each has read.
 using WeightAllocator = std::function<Buffer(size_t bytes)>;
 Result<ModelWeights> load_weights(const Checkpoint& ck, const ModelConfig& cfg,
                                   const QuantPolicy* convert = nullptr, bool tile = false,
                                   const QuantPolicy* lm_head_convert = nullptr,
                                   bool bf16_dot = false, const WeightAllocator& allocate = {},
-                                  const ShardSpec& shard = {});
+                                  const ShardSpec& shard = {}, ThreadPool* pool = nullptr);
 
 }  // namespace dss

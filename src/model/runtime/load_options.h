@@ -24,7 +24,8 @@ enum class ActQuant { kNone, kFp8 };
 enum class WeightStorage { kTiled, kMmap };
 // --matmul-dtype: the arithmetic of the tiled FP8 / BF16 linear layers (MatmulArith): kF32
 // (DeepSeek's float32 reference arithmetic) | kBf16 (x rounded to bf16, AVX512-BF16 dot products,
-// as DeepSeek's bf16 inference; an error on CPUs without it) | kAuto (bf16 where the CPU has it).
+// as DeepSeek's bf16 inference; an error on CPUs without it) | kAuto (the faster of the two on
+// this CPU, measured at load and cached per CPU model: model/runtime/matmul_choice.h).
 // The router, the V3.2 indexer, the absorbed-attention W_UK and INT8 weights always stay f32.
 enum class MatmulDType { kF32, kBf16, kAuto };
 

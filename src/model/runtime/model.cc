@@ -13,6 +13,35 @@
 
 namespace dss {
 
+namespace {
+
+// --matmul-dtype as run: explicit f32 / bf16 as given; auto measured (matmul_choice.h) where both
+// arithmetics apply (`applicable`: tiled weights, no W8A8), else f32. A tensor-parallel group
+// runs rank 0's choice on every rank (their measurements may differ by noise).
+MatmulChoice resolve_matmul_dtype(MatmulDType flag, bool applicable, int32_t n_threads,
+                                  MpiComm* tp_group) {
+  MatmulChoice c;
+  if (flag != MatmulDType::kAuto) {
+    c.dtype = flag;
+    c.source = "flag";
+    return c;
+  }
+  if (!applicable) {
+    c.source = "not-applicable";
+    return c;
+  }
+  const CpuBackend probe(CpuBackend::Options{n_threads});
+  c = choose_matmul_dtype_auto(probe);
+  if (tp_group != nullptr) {
+    int32_t bf16 = c.dtype == MatmulDType::kBf16 ? 1 : 0;
+    tp_group->broadcast(std::span<int32_t>(&bf16, 1), 0);
+    c.dtype = bf16 != 0 ? MatmulDType::kBf16 : MatmulDType::kF32;
+  }
+  return c;
+}
+
+}  // namespace
+
 Result<std::unique_ptr<Model>> Model::load(const LoadOptions& opts, MpiComm* tp_group) {
   DSS_ASSIGN_OR_RETURN(ModelConfig cfg, ModelConfig::load(opts.dir));
   ShardSpec shard;
@@ -30,9 +59,12 @@ Result<std::unique_ptr<Model>> Model::load(const LoadOptions& opts, MpiComm* tp_
     if (!tile) return Status::error("--matmul-dtype bf16 needs --weight-layout tiled");
     if (m->act_quant_fp8_) return Status::error("--matmul-dtype bf16 excludes --act-quant fp8");
   }
-  m->matmul_bf16_ = opts.matmul_dtype == MatmulDType::kBf16 ||
-                    (opts.matmul_dtype == MatmulDType::kAuto && tile && !m->act_quant_fp8_ &&
-                     CpuBackend::cpu_has_bf16_dot());
+  const int32_t n_threads =
+      opts.n_threads > 0 ? opts.n_threads
+                         : static_cast<int32_t>(std::max(1u, std::thread::hardware_concurrency()));
+  m->matmul_choice_ =
+      resolve_matmul_dtype(opts.matmul_dtype, tile && !m->act_quant_fp8_, n_threads, m->tp_group_);
+  m->matmul_bf16_ = m->matmul_choice_.dtype == MatmulDType::kBf16;
   const bool ue8m0 = m->cfg_.quant.ue8m0 || m->cfg_.arch == ModelArch::kDeepseekV32;
   const bool convert = opts.weight_dtype != WeightDType::kAsStored;
   const bool convert_lm_head = opts.lm_head_dtype != WeightDType::kAsStored;
@@ -46,17 +78,14 @@ Result<std::unique_ptr<Model>> Model::load(const LoadOptions& opts, MpiComm* tp_
     lm_head_policy.ue8m0 = ue8m0;
     lm_head_policy.exclude.clear();
   }
-  const int32_t n_threads =
-      opts.n_threads > 0 ? opts.n_threads
-                         : static_cast<int32_t>(std::max(1u, std::thread::hardware_concurrency()));
   m->be_ = std::make_unique<CpuBackend>(
       CpuBackend::Options{n_threads, m->act_quant_fp8_, m->cfg_.quant.ue8m0, m->matmul_bf16_});
   const CpuBackend& be = *m->be_;
-  DSS_ASSIGN_OR_RETURN(m->w_,
-                       load_weights(
-                           m->ck_, m->cfg_, convert ? &policy : nullptr, tile,
-                           convert_lm_head ? &lm_head_policy : nullptr, m->matmul_bf16_,
-                           [&be](size_t n) { return be.allocate(n, MemoryUse::kWeights); }, shard));
+  DSS_ASSIGN_OR_RETURN(m->w_, load_weights(
+                                  m->ck_, m->cfg_, convert ? &policy : nullptr, tile,
+                                  convert_lm_head ? &lm_head_policy : nullptr, m->matmul_bf16_,
+                                  [&be](size_t n) { return be.allocate(n, MemoryUse::kWeights); },
+                                  shard, &be.pool()));
   return m;
 }
 

@@ -24,6 +24,7 @@
 #include "model/deepseek/weights.h"
 #include "model/deepseek/workspace.h"
 #include "model/runtime/load_options.h"
+#include "model/runtime/matmul_choice.h"
 
 namespace dss {
 
@@ -45,9 +46,12 @@ class Model {
   DType default_kv_dtype() const;
   int32_t n_threads() const { return be_->n_threads(); }
   bool act_quant_fp8() const { return act_quant_fp8_; }
-  // Whether the linear layers run MatmulArith::kBf16Dot (--matmul-dtype bf16, or auto on a CPU
-  // with AVX512-BF16).
+  // Whether the linear layers run MatmulArith::kBf16Dot (--matmul-dtype bf16, or auto where bf16
+  // measured faster on this CPU).
   bool matmul_bf16() const { return matmul_bf16_; }
+  // What --matmul-dtype auto resolved to, with the two measured rates (matmul_choice.h); with an
+  // explicit f32 / bf16 its `source` is "flag" and no rate is measured.
+  const MatmulChoice& matmul_choice() const { return matmul_choice_; }
   const CpuBackend& backend() const { return *be_; }
   // A workspace for forwards within `limits` (its activations and scratch made by the backend).
   Workspace workspace(const WorkspaceLimits& limits) const;
@@ -79,6 +83,7 @@ class Model {
   MpiComm* tp_group_ = nullptr;
   bool act_quant_fp8_ = false;
   bool matmul_bf16_ = false;
+  MatmulChoice matmul_choice_;
 };
 
 }  // namespace dss

@@ -72,6 +72,8 @@ class GbnfParser {
   }
 
   Status rule() {
+    if (++n_rules_ > kMaxGbnfRules)
+      return err("more than " + std::to_string(kMaxGbnfRules) + " rules");
     const std::string n = name();
     if (n.empty()) return err("expected a rule name");
     skip_space(false);
@@ -298,7 +300,8 @@ class GbnfParser {
 
   std::string_view t_;
   size_t i_ = 0;
-  int32_t depth_ = 0;  // parentheses open at i_
+  int32_t depth_ = 0;
+  int32_t n_rules_ = 0;  // rules defined so far
   GrammarIr ir_;
   std::vector<std::string> ref_where_;  // [n_rules] position of the first mention
 };

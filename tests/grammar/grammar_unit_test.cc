@@ -2,6 +2,7 @@
 // regex / GBNF / JSON Schema front ends (languages and errors), masks, rollback, the cache.
 #include <gtest/gtest.h>
 
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -125,6 +126,24 @@ TEST(Grammar, RegexErrorsNameTheConstruct) {
 
 // Found by fuzz_grammar: 8,000 nested '(' overflowed the stack of the compiling thread (a 20 KB
 // request with such a `regex` brought the server down). Nesting is now limited to 256 levels.
+TEST(Grammar, GbnfRuleCountIsBounded) {
+  GrammarCompiler c(byte_vocab());
+  // A chain of non-tail references, the shape whose compile time grows fastest.
+  auto chain = [](int n) {
+    std::ostringstream g;
+    g << "root ::= r0\n";
+    for (int k = 0; k < n; ++k) g << 'r' << k << " ::= r" << k + 1 << " \"b\"\n";
+    g << 'r' << n << " ::= \"a\"\n";
+    return g.str();
+  };
+  auto ok = c.gbnf(chain(kMaxGbnfRules - 2));  // root + chain + the last: kMaxGbnfRules rules
+  ASSERT_TRUE(ok.is_ok()) << ok.message();
+  EXPECT_TRUE(accepts(**ok, "a" + std::string(kMaxGbnfRules - 2, 'b')));
+  auto bad = c.gbnf(chain(kMaxGbnfRules - 1));
+  ASSERT_FALSE(bad.is_ok());
+  EXPECT_NE(bad.message().find("more than 4096 rules"), std::string::npos) << bad.message();
+}
+
 TEST(Grammar, DeepNestingIsAnErrorNotAStackOverflow) {
   GrammarCompiler c(byte_vocab());
   auto nested = [](int n, const char* open, const char* mid, const char* close) {

@@ -208,6 +208,11 @@ void add_init_model(CLI::App& app) {
   cmd->add_option("--num-layers", o->n_layers,
                   "Override num_hidden_layers (the dense ones first, as the preset has them)")
       ->check(CLI::PositiveNumber);
+  cmd->add_option(
+         "--mtp-layers", o->mtp_layers,
+         "Multi-token-prediction modules (0 or 1): tensors model.layers.{num_hidden_layers}"
+         ".* as DeepSeek ships them")
+      ->capture_default_str();
   cmd->add_option("--out", o->out, "Output directory")->required();
   cmd->add_option("--dtype", o->dtype, "fp8 (e4m3 + 128x128 block scales) | bf16")
       ->check(CLI::IsMember({"fp8", "bf16"}));

@@ -27,6 +27,9 @@ Status init_model(const InitModelOptions& o) {
     cfg["num_hidden_layers"] = o.n_layers;
     cfg["first_k_dense_replace"] = std::min(o.n_layers, cfg["first_k_dense_replace"].get<int>());
   }
+  if (o.mtp_layers < 0 || o.mtp_layers > 1)
+    return Status::error("--mtp-layers ", o.mtp_layers, ": 0 or 1 (DeepSeek ships one)");
+  cfg["num_nextn_predict_layers"] = o.mtp_layers;
   RandomCheckpointOptions ro;
   ro.out_dir = o.out;
   ro.seed = o.seed;

@@ -18,6 +18,7 @@ struct InitModelOptions {
   uint64_t seed = 7;
   int32_t vocab_size = 0;     // 0: the preset's
   int32_t n_layers = 0;       // 0: the preset's num_hidden_layers
+  int32_t mtp_layers = 0;     // num_nextn_predict_layers: 0 or 1 (DeepSeek's MTP module)
   std::string tokenizer_dir;  // empty: default_tokenizer_dir() (default_tokenizer_dir.h)
   bool quiet = false;
 };

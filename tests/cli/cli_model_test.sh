@@ -36,6 +36,47 @@ check "tiny-v32 is a V3.2 model" grep -q "DeepseekV32ForCausalLM" "$tmp/inspect3
 "$bin" logits --model "$tmp/m32" --ids "$(seq -s, 1 40)" --decode 3 >"$tmp/logits32.json" 2>&1
 check "logits on tiny-v32" test $? -eq 0
 
+# --mtp-layers 1: the MTP module's tensors under model.layers.{num_hidden_layers} with the
+# released checkpoints' names, shapes and dtypes (deepseek-reference.md 2.8: eh_proj [d, 2d]
+# BF16, its own embed_tokens and shared_head.head [V, d] BF16, a whole FP8 decoder block), and
+# the main model unchanged by it (the same seed gives the same logits).
+"$bin" init-model --preset tiny --out "$tmp/mtp" --vocab-size 1000 --seed 3 --mtp-layers 1 \
+  >"$tmp/initmtp.out" 2>&1
+check "init-model --mtp-layers 1 exits 0" test $? -eq 0
+check "the MTP tensors have DeepSeek's names, shapes and dtypes" python3 - "$tmp/mtp" <<'PY'
+import json, struct, sys
+d = sys.argv[1]
+cfg = json.load(open(f"{d}/config.json"))
+assert cfg["num_nextn_predict_layers"] == 1, cfg["num_nextn_predict_layers"]
+n, h, v = cfg["num_hidden_layers"], cfg["hidden_size"], cfg["vocab_size"]
+wm = json.load(open(f"{d}/model.safetensors.index.json"))["weight_map"]
+meta = {}
+for shard in set(wm.values()):
+    with open(f"{d}/{shard}", "rb") as f:
+        k = struct.unpack("<Q", f.read(8))[0]
+        meta.update(json.loads(f.read(k)))
+p = f"model.layers.{n}."
+want = {"enorm.weight": [h], "hnorm.weight": [h], "eh_proj.weight": [h, 2 * h],
+        "embed_tokens.weight": [v, h], "shared_head.norm.weight": [h],
+        "shared_head.head.weight": [v, h]}
+for name, shape in want.items():
+    t = meta[p + name]
+    assert t["shape"] == shape, (name, t["shape"], shape)
+for name in ("eh_proj.weight", "embed_tokens.weight", "shared_head.head.weight"):
+    assert meta[p + name]["dtype"] == "BF16", (name, meta[p + name]["dtype"])
+assert meta[p + "self_attn.q_b_proj.weight"]["dtype"] == "F8_E4M3"
+assert p + "self_attn.q_b_proj.weight_scale_inv" in meta
+assert any(k.startswith(p + "mlp.experts.") for k in meta)  # a MoE block, as layer 61 is
+assert not any(k.startswith(f"model.layers.{n + 1}.") for k in meta)
+PY
+"$bin" logits --model "$tmp/m" --ids 1,2,3,4,5 --decode 3 --matmul-dtype f32 >"$tmp/nomtp.json" 2>/dev/null
+"$bin" logits --model "$tmp/mtp" --ids 1,2,3,4,5 --decode 3 --matmul-dtype f32 >"$tmp/mtp.json" 2>/dev/null
+check "the main model's logits are the same with the MTP module present" python3 -c "
+import json, sys
+a, b = (json.load(open(f)) for f in sys.argv[1:])
+assert (a['argmax'], a['greedy'], a['last_logits']) == (b['argmax'], b['greedy'], b['last_logits'])
+" "$tmp/nomtp.json" "$tmp/mtp.json"
+
 # The golden prompt through the CLI gives the reference greedy continuation.
 "$bin" logits --model "$data/golden/tiny-v3" --ids 1,2,3,4,5,6,7 --decode 8 >"$tmp/g.json" 2>&1
 check "logits on the golden checkpoint" test $? -eq 0

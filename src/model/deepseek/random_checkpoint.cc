@@ -143,14 +143,15 @@ Status write_random_checkpoint(const Json& hf_config_in, const RandomCheckpointO
   CheckpointWriter writer(o.out_dir, o.shard_bytes);
   Generator g(o, writer, c.quant.ue8m0);
   const int64_t H = c.n_heads, d = c.d_model;
-  const int64_t total = 3 + static_cast<int64_t>(c.n_layers);
+  const int64_t total = 3 + static_cast<int64_t>(c.n_layers) + c.n_mtp_layers;
   int64_t done = 0;
   DSS_RETURN_IF_ERROR(g.dense_bf16("model.embed_tokens.weight", c.n_vocab, d, 1.0f));
   DSS_RETURN_IF_ERROR(g.norm("model.norm.weight", d, v32));
   DSS_RETURN_IF_ERROR(
       g.dense_bf16("lm_head.weight", c.n_vocab, d, 4.0f / std::sqrt(static_cast<float>(d))));
   done = 3;
-  for (int32_t i = 0; i < c.n_layers; ++i) {
+  // One decoder block (attention + dense FFN or MoE) under model.layers.{i}.
+  auto layer = [&](int32_t i) -> Status {
     const std::string p = "model.layers." + std::to_string(i);
     DSS_RETURN_IF_ERROR(g.norm(p + ".input_layernorm.weight", d, v32));
     DSS_RETURN_IF_ERROR(g.norm(p + ".post_attention_layernorm.weight", d, v32));
@@ -193,6 +194,29 @@ Status write_random_checkpoint(const Json& hf_config_in, const RandomCheckpointO
                                 static_cast<int64_t>(c.n_shared_experts) * c.d_ff_expert, 0.5f));
       }
     }
+    return Status::ok();
+  };
+  for (int32_t i = 0; i < c.n_layers; ++i) {
+    DSS_RETURN_IF_ERROR(layer(i));
+    ++done;
+    if (o.progress) o.progress(done, total);
+  }
+  // The MTP module (deepseek-reference.md 2.8): layer n_layers is a whole decoder block plus
+  // enorm / hnorm, eh_proj [d, 2d] and its own copies of the embedding and head (shared_head).
+  for (int32_t k = 0; k < c.n_mtp_layers; ++k) {
+    const int32_t i = c.n_layers + k;
+    const std::string p = "model.layers." + std::to_string(i);
+    DSS_RETURN_IF_ERROR(layer(i));
+    DSS_RETURN_IF_ERROR(g.norm(p + ".enorm.weight", d, v32));
+    DSS_RETURN_IF_ERROR(g.norm(p + ".hnorm.weight", d, v32));
+    // eh_proj is a plain BF16 linear in the released checkpoints (SGLang and vLLM load it as an
+    // unquantised nn.Linear).
+    DSS_RETURN_IF_ERROR(
+        g.dense_bf16(p + ".eh_proj.weight", d, 2 * d, 1.0f / std::sqrt(static_cast<float>(2 * d))));
+    DSS_RETURN_IF_ERROR(g.dense_bf16(p + ".embed_tokens.weight", c.n_vocab, d, 1.0f));
+    DSS_RETURN_IF_ERROR(g.norm(p + ".shared_head.norm.weight", d, v32));
+    DSS_RETURN_IF_ERROR(g.dense_bf16(p + ".shared_head.head.weight", c.n_vocab, d,
+                                     4.0f / std::sqrt(static_cast<float>(d))));
     ++done;
     if (o.progress) o.progress(done, total);
   }

@@ -12,7 +12,8 @@
 //   it allows is short (enums, integers, strings with maxLength or a fixed format, arrays with
 //   maxItems, no extra properties, no recursion): BOUNDED_MAX_TOKENS always suffices for them.
 //   Replies to unbounded schemas (free strings, numbers, email, extra properties, recursion) get
-//   UNBOUNDED_MAX_TOKENS; those cut by it are counted and reported, not judged.
+//   UNBOUNDED_MAX_TOKENS; those cut by it must be a prefix of a JSON document (jsonPrefix:
+//   completed by closing what is open, JSON.parse accepts it; not schema-checked).
 // Prints one summary line: requests, schemas, stop / valid / length counts, wall time.
 //
 // Usage: node structured_output_acceptance.mjs BASE_URL MODEL SCHEMA_DIR
@@ -26,6 +27,42 @@ import { createRequire } from 'node:module';
 const require = createRequire(import.meta.url);
 const Ajv2020 = require('ajv/dist/2020');
 const addFormats = require('ajv-formats');
+
+// Whether `text` can be completed into JSON that JSON.parse accepts (the judge of replies cut by
+// max_tokens; independent of the grammar library): close an open string, finish a partial
+// literal, number, escape or key, then close the open arrays and objects.
+function jsonPrefix(text) {
+  const stack = [];
+  let inStr = false, esc = false;
+  for (const ch of text) {
+    if (inStr) {
+      if (esc) esc = false;
+      else if (ch === '\\') esc = true;
+      else if (ch === '"') inStr = false;
+    } else if (ch === '"') {
+      inStr = true;
+    } else if (ch === '{' || ch === '[') {
+      stack.push(ch === '{' ? '}' : ']');
+    } else if (ch === '}' || ch === ']') {
+      if (stack.pop() !== ch) return false;
+    }
+  }
+  const closers = stack.reverse().join('');
+  const inString = inStr ? (esc ? ['n"', 'u0000"'] : ['"', '0000"', '000"', '00"', '0"']) : [''];
+  const fills = ['', '0', '"":0', ':0', 'null', 'ull', 'll', 'l', 'true', 'rue', 'ue', 'e',
+    'false', 'alse', 'lse', 'se', '"x":0', '0}', ']'];
+  for (const a of inString) {
+    for (const f of fills) {
+      for (const tail of ['', ':0']) {
+        try {
+          JSON.parse(text + a + tail + f + closers);
+          return true;
+        } catch { /* try the next completion */ }
+      }
+    }
+  }
+  return false;
+}
 
 const [baseURL, model, schemaDir] = process.argv.slice(2);
 if (!schemaDir) {
@@ -164,7 +201,7 @@ const schemas = files.map((f) => {
 console.log(`${schemas.length} schemas (${schemas.filter((s) => s.bounded).length} bounded): ` +
   `unbounded ${schemas.filter((s) => !s.bounded).map((s) => s.name).join(', ')}`);
 
-const t = { requests: 0, replies: 0, stop: 0, valid: 0, length: 0, lengthBounded: 0, tokens: 0 };
+const t = { requests: 0, replies: 0, stop: 0, valid: 0, length: 0, lengthBounded: 0, prefixOk: 0, tokens: 0 };
 const failures = [];
 const perSchema = new Map(schemas.map((s) => [s.name, { stop: 0, length: 0 }]));
 const jobs = [];
@@ -200,6 +237,10 @@ for (const s of schemas) {
             if (s.bounded) {
               ++t.lengthBounded;
               failures.push(`${what}: bounded schema cut by max_tokens: ${JSON.stringify(reply.content)}`);
+            } else if (!jsonPrefix(reply.content)) {
+              failures.push(`${what}: cut reply is not a prefix of a JSON document: ${JSON.stringify(reply.content)}`);
+            } else {
+              ++t.prefixOk;
             }
             continue;
           }
@@ -234,7 +275,8 @@ if (failures.length > 50) console.log(`FAIL ... ${failures.length - 50} more`);
 console.log(`structured_output_acceptance: ${t.requests} requests (x2: non-streamed + streamed = ` +
   `${t.replies} replies) over ${schemas.length} schemas x ${temperatures.length} temperatures x ` +
   `${nSeeds} seeds; stop ${t.stop}, valid ${t.valid}/${t.stop}; cut by max_tokens ${t.length} ` +
-  `(bounded schemas: ${t.lengthBounded}); ${t.tokens} completion tokens (non-streamed); ` +
+  `(bounded schemas: ${t.lengthBounded}; JSON prefixes ${t.prefixOk}/${t.length - t.lengthBounded}); ` +
+  `${t.tokens} completion tokens (non-streamed); ` +
   `wall ${wall.toFixed(1)} s; failures ${failures.length}`);
 const ok = failures.length === 0 && t.valid === t.stop && schemas.length >= 60 && t.requests >= 300;
 process.exit(ok ? 0 : 1);

@@ -95,42 +95,37 @@ inline bool comm_regions_overlap(const void* a, size_t a_bytes, const void* b, s
   return a_bytes > 0 && b_bytes > 0 && pa < pb + b_bytes && pb < pa + a_bytes;
 }
 
-// Aborts unless allgather's send either lies apart from recv or is exactly this rank's block of
-// recv (in place). Returns true for the in-place case.
+// Aborts unless allgather's (or, with op "gather", the root's) send either lies apart from recv
+// or is exactly this rank's block of recv (in place). Returns true for the in-place case.
 template <typename T>
-bool check_allgather_buffers(std::span<const T> send, std::span<T> recv, int rank) {
+bool check_allgather_buffers(std::span<const T> send, std::span<T> recv, int rank,
+                             const char* op = "allgather") {
   const size_t n = send.size();
   if (!comm_regions_overlap(send.data(), n * sizeof(T), recv.data(), recv.size() * sizeof(T)))
     return false;
-  DSS_CHECK(send.data() == recv.data() + static_cast<size_t>(rank) * n,
-            "allgather: send overlaps recv but is not this rank's block of it");
+  DSS_CHECK(send.data() == recv.data() + static_cast<size_t>(rank) * n, op,
+            ": send overlaps recv but is not this rank's block of it");
   return true;
 }
 
-// Aborts unless recv holds n_ranks blocks of send's size (allgather).
+// Aborts unless recv holds n_ranks blocks of send's size (allgather; the root's recv of gather).
 template <typename T>
-void check_allgather_sizes(std::span<const T> send, std::span<T> recv, int n_ranks) {
-  DSS_CHECK(recv.size() == send.size() * static_cast<size_t>(n_ranks), "allgather: recv has ",
+void check_allgather_sizes(std::span<const T> send, std::span<T> recv, int n_ranks,
+                           const char* op = "allgather") {
+  DSS_CHECK(recv.size() == send.size() * static_cast<size_t>(n_ranks), op, ": recv has ",
             recv.size(), " elements, ", n_ranks, n_ranks == 1 ? " rank x " : " ranks x ",
             send.size(), " expected");
 }
 
 // Gather: aborts unless root is a rank and, on the root, recv holds n_ranks blocks of send's
-// size. Returns whether send is the root's own block of recv (in place).
+// size as allgather's does. Returns whether send is the root's own block of recv (in place).
 template <typename T>
 bool check_gather(std::span<const T> send, std::span<T> recv, int root, int rank, int n_ranks) {
   DSS_CHECK(root >= 0 && root < n_ranks, "gather: root ", root, " out of range for ", n_ranks,
             n_ranks == 1 ? " rank" : " ranks");
   if (rank != root) return false;
-  DSS_CHECK(recv.size() == send.size() * static_cast<size_t>(n_ranks), "gather: recv has ",
-            recv.size(), " elements, ", n_ranks, n_ranks == 1 ? " rank x " : " ranks x ",
-            send.size(), " expected");
-  const size_t n = send.size();
-  if (!comm_regions_overlap(send.data(), n * sizeof(T), recv.data(), recv.size() * sizeof(T)))
-    return false;
-  DSS_CHECK(send.data() == recv.data() + static_cast<size_t>(rank) * n,
-            "gather: send overlaps recv but is not the root's block of it");
-  return true;
+  check_allgather_sizes(send, recv, n_ranks, "gather");
+  return check_allgather_buffers(send, recv, rank, "gather");
 }
 
 // Aborts unless send holds n_ranks blocks of recv's size (reduce-scatter).

@@ -100,6 +100,7 @@ struct Engine::Impl {
   std::unique_ptr<StepChannel> steps;      // tensor parallel: rank 0 sends, the others receive
   std::unique_ptr<StepWatchdog> watchdog;  // tensor parallel: ends the job if a step stalls
   RankStats own;                           // tensor parallel: this rank's totals
+  std::vector<double> rank_totals;         // tensor parallel: [tp size x 4], the exchange's buffer
   // Tensor parallel, every rank: one forward of the group's step, timed, with the watchdog on;
   // every kRankStatsEvery forwards the ranks' totals are gathered (rank 0 keeps them in stats).
   void tp_forward(const ForwardBatch& b);
@@ -241,6 +242,7 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& o, MpiComm* 
     impl->steps = std::make_unique<StepChannel>(
         *impl->tp_group, StepChannel::payload_words(max_tokens, max_seqs, max_pages, max_seqs));
     impl->watchdog = std::make_unique<StepWatchdog>(o.dist_timeout_s, impl->tp_group->rank());
+    impl->rank_totals.resize(4 * static_cast<size_t>(impl->tp_group->size()));
     if (impl->tp_group->rank() != 0) return std::unique_ptr<Engine>(new Engine(std::move(impl)));
   }
   Impl* raw = impl.get();
@@ -634,7 +636,7 @@ void Engine::Impl::tp_forward(const ForwardBatch& b) {
     const std::array<double, 4> mine = {static_cast<double>(own.forwards), own.forward_seconds,
                                         own.collective_seconds,
                                         static_cast<double>(own.collective_bytes)};
-    std::vector<double> all(mine.size() * static_cast<size_t>(tp_group->size()));
+    std::vector<double>& all = rank_totals;
     tp_group->allgather(std::span<const double>(mine), std::span<double>(all));
     if (tp_group->rank() == 0) {
       std::vector<RankStats> ranks(static_cast<size_t>(tp_group->size()));

@@ -76,6 +76,18 @@ std::optional<ApiError> fit_context(const PromptContext& ctx, PreparedRequest& p
   return std::nullopt;
 }
 
+// Compiles the tool-call grammar `f` into p.grammar, or the 400 naming the field its error names.
+std::optional<ApiError> compile_tool_calls(const PromptContext& ctx, const ForcedToolCalls& f,
+                                           PreparedRequest& p) {
+  auto g = compile_forced_tool_calls(f, *ctx.grammars);
+  if (!g) {
+    const std::string& m = g.status().message();
+    return ApiError::bad_request(m, m.substr(0, m.find(':')));
+  }
+  p.grammar = std::move(g).value();
+  return std::nullopt;
+}
+
 // Strict tools (function.strict: true) under tool_choice auto: their calls' grammar, from the
 // block's opening marker on. Without a tool-call parser or a grammar compiler nothing is parsed
 // or constrained (as for non-strict tools); with a response_format the reply is that format.
@@ -85,12 +97,7 @@ std::optional<ApiError> strict_tool_calls(const PromptContext& ctx, PreparedRequ
     return std::nullopt;
   ForcedToolCalls f{*ctx.tool_format, &r.chat.tools, "", r.parallel_tool_calls};
   f.after_marker = true;
-  auto g = compile_forced_tool_calls(f, *ctx.grammars);
-  if (!g) {
-    const std::string& m = g.status().message();
-    return ApiError::bad_request(m, m.substr(0, m.find(':')));
-  }
-  p.grammar = std::move(g).value();
+  if (auto e = compile_tool_calls(ctx, f, p)) return e;
   p.grammar_after_tool_marker = true;
   return std::nullopt;
 }
@@ -115,13 +122,7 @@ std::optional<ApiError> force_tool_calls(const PromptContext& ctx, PreparedReque
   const ForcedToolCalls f{*ctx.tool_format, &r.chat.tools,
                           r.tool_choice == "named" ? r.tool_choice_name : std::string(),
                           r.parallel_tool_calls};
-  auto g = compile_forced_tool_calls(f, *ctx.grammars);
-  if (!g) {
-    const std::string& m = g.status().message();
-    return ApiError::bad_request(m, m.substr(0, m.find(':')));
-  }
-  p.grammar = std::move(g).value();
-  return std::nullopt;
+  return compile_tool_calls(ctx, f, p);
 }
 
 }  // namespace

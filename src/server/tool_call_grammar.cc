@@ -208,43 +208,32 @@ Result<Expr> one_call(GrammarIr& ir, ChatFormat fmt, const OrderedJson& fn, size
   const std::string name = fn["name"].get<std::string>();
   const std::string field = str_cat("tools[", index, "].function.parameters");
   const std::string prefix = str_cat("tool", index, "-");
-  auto json_args_or_any = [&]() -> Result<Expr> {
-    if (free_args)
-      return Expr::ref(ir.import(grammar::json_object_ir(kArgsOptions.whitespace), prefix));
-    return json_args(ir, fn, prefix, field);
-  };
-  switch (fmt) {
-    case ChatFormat::kV3: {
-      DSS_ASSIGN_OR_RETURN(Expr begin, control(vocab, tok::kCallBegin));
-      DSS_ASSIGN_OR_RETURN(Expr sep, control(vocab, tok::kToolSep));
-      DSS_ASSIGN_OR_RETURN(Expr end, control(vocab, tok::kCallEnd));
-      DSS_ASSIGN_OR_RETURN(Expr args, json_args_or_any());
-      return Expr::seq({std::move(begin), Expr::literal("function"), std::move(sep),
-                        Expr::literal(name + "\n```json\n"), std::move(args),
-                        Expr::literal("\n```"), std::move(end)});
+  if (fmt == ChatFormat::kV32) {
+    if (name.find_first_of("\"<>") != std::string::npos)
+      return Status::error("tools[", index, "].function.name: '", name,
+                           "' cannot be a DSML invoke name");
+    Expr params = free_dsml_params();
+    if (!free_args) {
+      DSS_ASSIGN_OR_RETURN(params, dsml_args(ir, fn, prefix, field));
     }
-    case ChatFormat::kV31: {
-      DSS_ASSIGN_OR_RETURN(Expr begin, control(vocab, tok::kCallBegin));
-      DSS_ASSIGN_OR_RETURN(Expr sep, control(vocab, tok::kToolSep));
-      DSS_ASSIGN_OR_RETURN(Expr end, control(vocab, tok::kCallEnd));
-      DSS_ASSIGN_OR_RETURN(Expr args, json_args_or_any());
-      return Expr::seq(
-          {std::move(begin), Expr::literal(name), std::move(sep), std::move(args), std::move(end)});
-    }
-    case ChatFormat::kV32: {
-      if (name.find_first_of("\"<>") != std::string::npos)
-        return Status::error("tools[", index, "].function.name: '", name,
-                             "' cannot be a DSML invoke name");
-      Expr params = free_dsml_params();
-      if (!free_args) {
-        DSS_ASSIGN_OR_RETURN(params, dsml_args(ir, fn, prefix, field));
-      }
-      const std::string d = tok::kDsml;
-      return Expr::seq({Expr::literal("<" + d + "invoke name=\"" + name + "\">\n"),
-                        std::move(params), Expr::literal("</" + d + "invoke>")});
-    }
+    const std::string d = tok::kDsml;
+    return Expr::seq({Expr::literal("<" + d + "invoke name=\"" + name + "\">\n"), std::move(params),
+                      Expr::literal("</" + d + "invoke>")});
   }
-  return Status::error("tool_choice: unknown tool-call format");
+  // V3: begin `function` sep `NAME\n```json\n` ARGS `\n```` end; V3.1: begin NAME sep ARGS end.
+  DSS_ASSIGN_OR_RETURN(Expr begin, control(vocab, tok::kCallBegin));
+  DSS_ASSIGN_OR_RETURN(Expr sep, control(vocab, tok::kToolSep));
+  DSS_ASSIGN_OR_RETURN(Expr end, control(vocab, tok::kCallEnd));
+  Expr args = free_args
+                  ? Expr::ref(ir.import(grammar::json_object_ir(kArgsOptions.whitespace), prefix))
+                  : Expr::empty();
+  if (!free_args) {
+    DSS_ASSIGN_OR_RETURN(args, json_args(ir, fn, prefix, field));
+  }
+  const bool v3 = fmt == ChatFormat::kV3;
+  return Expr::seq({std::move(begin), Expr::literal(v3 ? "function" : name), std::move(sep),
+                    Expr::literal(v3 ? name + "\n```json\n" : std::string()), std::move(args),
+                    Expr::literal(v3 ? "\n```" : ""), std::move(end)});
 }
 
 // The block around `call` (one rule: any allowed call), once or repeated; `after_marker`: without

@@ -54,14 +54,8 @@ run_case() {
   local name=$1 sig=$2 log="$WORK/$1.log" out="$WORK/$1.stream"
   mpirun --oversubscribe --bind-to none -np 2 "$bin" serve --model "$WORK/tiny-v32" --port 0 \
     --tp-size 2 >"$log" 2>&1 &
-  local launcher=$! port=""
-  for _ in $(seq 1 1800); do
-    port=$(sed -n 's|.* on http://127\.0\.0\.1:\([0-9]*\)$|\1|p' "$log" | head -1)
-    [ -n "$port" ] && break
-    kill -0 "$launcher" 2>/dev/null || { cat "$log" >&2; fail "$name: mpirun exited at start-up"; }
-    sleep 0.1
-  done
-  [ -n "$port" ] || fail "$name: no port"
+  local launcher=$! port
+  port=$(wait_for_port "$name" "$log" "$launcher") || exit 1  # it has printed why
   curl -sN "http://127.0.0.1:$port/v1/completions" -o "$out" \
     -d '{"prompt": "hi", "max_tokens": 2000, "ignore_eos": true, "stream": true}' &
   local client=$!

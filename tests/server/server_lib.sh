@@ -12,12 +12,10 @@ scratch_dir() {
   trap 'for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null || true; done; rm -rf "$WORK"' EXIT
 }
 
-start_server() {
-  local name=$1; shift
-  local log="$WORK/$name.log"
-  "$DSSERVE" serve --port 0 "$@" >"$log" 2>&1 &
-  local pid=$!
-  local port=""
+# wait_for_port NAME LOG PID: the port of the `serve` start-up line in LOG (printed), waiting
+# while PID lives; fails naming NAME if PID exits first or no line comes.
+wait_for_port() {
+  local name=$1 log=$2 pid=$3 port=""
   # Up to 180 s: under sanitizers on 2 busy cores creating the demo model alone took 36 s.
   for _ in $(seq 1 1800); do
     port=$(sed -n 's|.* on http://127\.0\.0\.1:\([0-9]*\)$|\1|p' "$log" | head -1)
@@ -26,6 +24,16 @@ start_server() {
     sleep 0.1
   done
   [ -n "$port" ] || { cat "$log" >&2; fail "$name: no start-up line"; }
+  echo "$port"
+}
+
+start_server() {
+  local name=$1; shift
+  local log="$WORK/$name.log"
+  "$DSSERVE" serve --port 0 "$@" >"$log" 2>&1 &
+  local pid=$!
+  local port
+  port=$(wait_for_port "$name" "$log" "$pid") || exit 1  # it has printed why
   printf -v "${name}_PID" '%s' "$pid"
   printf -v "${name}_PORT" '%s' "$port"
 }

@@ -22,11 +22,7 @@
 import OpenAI from 'openai';
 import fs from 'node:fs';
 import path from 'node:path';
-import { createRequire } from 'node:module';
-
-const require = createRequire(import.meta.url);
-const Ajv2020 = require('ajv/dist/2020');
-const addFormats = require('ajv-formats');
+import { chatBoth as chatBothWith, validator } from './structured_lib.mjs';
 
 // Whether `text` can be completed into JSON that JSON.parse accepts (the judge of replies cut by
 // max_tokens; independent of the grammar library): close an open string, finish a partial
@@ -77,21 +73,6 @@ const unboundedMaxTokens = env('UNBOUNDED_MAX_TOKENS', 256);
 const temperatures = [0, 0.7, 1.2];
 
 const client = new OpenAI({ baseURL, apiKey: 'none', maxRetries: 0, timeout: 600_000 });
-
-function validator(schema) {
-  const ajv = new Ajv2020({ strict: false, allErrors: true });
-  addFormats(ajv);
-  const validate = ajv.compile(schema);
-  return (text) => {
-    let value;
-    try {
-      value = JSON.parse(text);
-    } catch (e) {
-      return `not JSON: ${e.message}`;
-    }
-    return validate(value) ? null : ajv.errorsText(validate.errors);
-  };
-}
 
 // --- Is every document of the schema short? Mirrors what src/grammar/json_schema.cc generates:
 // strict objects (no additionalProperties = none allowed), integers of at most 15 digits,
@@ -174,23 +155,7 @@ async function pool(thunks) {
   }));
 }
 
-async function chatBoth(req) {
-  const full = await client.chat.completions.create(req);
-  const stream = await client.chat.completions.create({ ...req, stream: true });
-  let content = '', finish = null;
-  for await (const chunk of stream) {
-    for (const ch of chunk.choices) {
-      if (ch.delta?.content) content += ch.delta.content;
-      if (ch.finish_reason) finish = ch.finish_reason;
-    }
-  }
-  const m = full.choices[0];
-  return {
-    full: { content: m.message.content ?? '', finish_reason: m.finish_reason },
-    stream: { content, finish_reason: finish },
-    tokens: full.usage?.completion_tokens ?? 0,
-  };
-}
+const chatBoth = (req) => chatBothWith(client, req);
 
 const files = fs.readdirSync(schemaDir).filter((f) => f.endsWith('.json')).sort();
 const schemas = files.map((f) => {

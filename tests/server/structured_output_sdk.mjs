@@ -10,11 +10,7 @@ import { z } from 'zod';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { createRequire } from 'node:module';
-
-const require = createRequire(import.meta.url);
-const Ajv2020 = require('ajv/dist/2020');
-const addFormats = require('ajv-formats');
+import { chatBoth as chatBothWith, validator } from './structured_lib.mjs';
 
 const [baseURL, model, schemaDir] = process.argv.slice(2);
 const client = new OpenAI({ baseURL, apiKey: 'none', maxRetries: 0, timeout: 120_000 });
@@ -25,21 +21,6 @@ async function check(name, fn) {
   await fn();
   ++nChecks;
   console.log(`ok   ${name} (${Date.now() - t0} ms)`);
-}
-
-function validator(schema) {
-  const ajv = new Ajv2020({ strict: false, allErrors: true });
-  addFormats(ajv);
-  const validate = ajv.compile(schema);
-  return (text) => {
-    let value;
-    try {
-      value = JSON.parse(text);
-    } catch (e) {
-      return `not JSON: ${e.message}`;
-    }
-    return validate(value) ? null : ajv.errorsText(validate.errors);
-  };
 }
 
 // Runs thunks with at most `width` in flight (the engine batches them).
@@ -56,22 +37,7 @@ async function pool(thunks, width = 8) {
 }
 
 // A chat request, non-streamed and streamed: {content, finish_reason} of each.
-async function chatBoth(req) {
-  const full = await client.chat.completions.create(req);
-  const stream = await client.chat.completions.create({ ...req, stream: true });
-  let content = '', finish = null;
-  for await (const chunk of stream) {
-    for (const ch of chunk.choices) {
-      if (ch.delta?.content) content += ch.delta.content;
-      if (ch.finish_reason) finish = ch.finish_reason;
-    }
-  }
-  const m = full.choices[0];
-  return {
-    full: { content: m.message.content ?? '', finish_reason: m.finish_reason },
-    stream: { content, finish_reason: finish },
-  };
-}
+const chatBoth = (req) => chatBothWith(client, req);
 
 // Tallies of replies: terminated ("stop") and valid among them, cut by max_tokens ("length").
 const tally = { stop: 0, valid: 0, length: 0 };

@@ -1,5 +1,8 @@
 #include "apps/dsserve/engine_flags.h"
 
+#include <cctype>
+#include <string>
+
 namespace dss::app {
 
 void add_engine_flags(CLI::App* cmd, EngineOptions& o, bool model_required) {
@@ -61,6 +64,43 @@ void add_engine_flags(CLI::App* cmd, EngineOptions& o, bool model_required) {
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   cmd->add_option("--seed", o.seed, "Sampling seed for requests without their own")
+      ->capture_default_str();
+  add_speculative_flags(cmd, o.speculative);
+}
+
+void add_speculative_flags(CLI::App* cmd, SpeculativeOptions& o) {
+  cmd->add_option_function<std::string>(
+         "--speculative-algorithm",
+         [&o](const std::string& s) {
+           std::string v;
+           for (const char ch : s)
+             v += static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+           o.algorithm = v == "none"    ? SpecAlgorithm::kNone
+                         : v == "ngram" ? SpecAlgorithm::kNgram
+                                        : SpecAlgorithm::kNextn;  // nextn | eagle
+         },
+         "Speculative decoding (docs/speculative.md): none | NEXTN (the checkpoint's MTP "
+         "module drafts; EAGLE is an alias) | NGRAM (drafts copied from the sequence's own "
+         "earlier tokens)")
+      ->check(CLI::IsMember({"none", "nextn", "eagle", "ngram"}, CLI::ignore_case))
+      ->default_str("none");
+  cmd->add_option("--speculative-num-steps", o.num_steps,
+                  "Draft tokens proposed per decode step and verified in one forward (K)")
+      ->check(CLI::Range(1, 16))
+      ->capture_default_str();
+  cmd->add_option("--speculative-num-draft-tokens", o.num_draft_tokens,
+                  "SGLang's spelling of the draft length: num-steps + 1 (0: from num-steps)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--speculative-eagle-topk", o.eagle_topk,
+                  "Draft candidates per position (only 1: a chain of drafts)")
+      ->check(CLI::Range(1, 1));
+  cmd->add_option("--speculative-ngram-min-match-window-size", o.ngram_min,
+                  "NGRAM: shortest tail of the sequence looked up")
+      ->check(CLI::Range(1, 64))
+      ->capture_default_str();
+  cmd->add_option("--speculative-ngram-max-match-window-size", o.ngram_max,
+                  "NGRAM: longest tail of the sequence looked up")
+      ->check(CLI::Range(1, 64))
       ->capture_default_str();
 }
 

@@ -16,6 +16,8 @@ void add_engine_flags(CLI::App* cmd, EngineOptions& o, bool model_required);
 // is set to it here); LoadOptions' own default is f32.
 void add_weight_flags(CLI::App* cmd, WeightDType& weight_dtype, WeightStorage& weight_layout,
                       WeightDType& lm_head_dtype, MatmulDType& matmul_dtype);
+// --speculative-algorithm and its knobs (SGLang's names), for serve, generate and bench-model.
+void add_speculative_flags(CLI::App* cmd, SpeculativeOptions& o);
 // --act-quant none | fp8.
 void add_act_quant_flag(CLI::App* cmd, ActQuant& act_quant);
 

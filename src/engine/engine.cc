@@ -27,6 +27,7 @@
 #include "sample/sampler_state.h"
 #include "sched/batch_builder.h"
 #include "sched/batch_cap.h"
+#include "sched/ngram_draft.h"
 #include "sched/scheduler.h"
 
 namespace dss {
@@ -91,6 +92,20 @@ Result<int64_t> kv_pool_pages(const EngineOptions& o, const KvLayout& layout,
   return n_pages;
 }
 
+Status check_speculative(const SpeculativeOptions& s) {
+  if (s.algorithm == SpecAlgorithm::kNone) return Status::ok();
+  if (s.num_steps < 1 || s.num_steps > 16)
+    return Status::error("--speculative-num-steps must be in [1, 16], got ", s.num_steps);
+  if (s.num_draft_tokens != 0 && s.num_draft_tokens != s.num_steps + 1)
+    return Status::error("--speculative-num-draft-tokens must be --speculative-num-steps + 1 (",
+                         s.num_steps + 1, ") with --speculative-eagle-topk 1, got ",
+                         s.num_draft_tokens);
+  if (s.eagle_topk != 1) return Status::error("--speculative-eagle-topk: only 1 is supported");
+  if (s.ngram_min < 1 || s.ngram_min > s.ngram_max)
+    return Status::error("--speculative-ngram-min-match-window-size must be in [1, max]");
+  return Status::ok();
+}
+
 }  // namespace
 
 struct Engine::Impl {
@@ -120,6 +135,7 @@ struct Engine::Impl {
   enum class RowMask : uint8_t { kNone, kMasked, kDeadEnd };
   std::vector<uint64_t> masks;
   std::vector<RowMask> row_masks;
+  std::vector<TokenId> draft;  // speculative decoding: [num_steps], one sequence's draft
 
   struct Live {
     SamplingParams params;
@@ -161,7 +177,9 @@ struct Engine::Impl {
     std::vector<double> first_token_arrivals;
   };
   SampledRows sample_rows(const StepPlan& plan);
+  StepResult sample_seq(const ScheduledSeq& q, int32_t row, Live& l, SampledRows& out);
   void emit_step_events(const StepOutcome& out, SampledRows& rows, double t_now);
+  void propose_drafts(const StepPlan& plan);
   void expire_deadlines();
   void emit_final(RequestId id, FinishReason reason, const SeqStats& st,
                   RequestError error_kind = RequestError::kNone, std::string error = {});
@@ -178,12 +196,15 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& o, MpiComm* 
   if (o.chunked_prefill_size < 1) return Status::error("--chunked-prefill-size must be at least 1");
   if (!(o.slo_tpot_ms >= 0.0) || !(o.slo_ttft_ms >= 0.0))
     return Status::error("--slo-tpot-ms and --slo-ttft-ms must be >= 0");
+  DSS_RETURN_IF_ERROR(check_speculative(o.speculative));
   DSS_ASSIGN_OR_RETURN(
       impl->model,
       Model::load(LoadOptions{o.model_dir, o.n_threads, o.weight_dtype, o.act_quant,
                               o.weight_layout, o.lm_head_dtype, o.matmul_dtype, o.expert_parallel},
                   impl->tp_group));
   const ModelConfig& c = impl->model->config();
+  if (o.speculative.algorithm == SpecAlgorithm::kNextn)
+    return Status::error("--speculative-algorithm NEXTN: the MTP drafter is not built yet");
   impl->eos = c.eos_token_id;
   impl->context_length =
       o.context_length > 0 ? o.context_length : std::min(c.max_position_embeddings, 32768);
@@ -218,17 +239,22 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& o, MpiComm* 
     impl->sched->set_running_cap(impl->batch_cap->cap());  // slow start from the first step
   }
   impl->stats.batch_cap = impl->sched->running_cap();
-  const int32_t max_tokens = std::max(o.chunked_prefill_size, o.max_running_requests);
+  // A decode verifying a draft needs 1 + K tokens and logit rows.
+  const int32_t max_draft =
+      o.speculative.algorithm == SpecAlgorithm::kNone ? 0 : o.speculative.num_steps;
+  const int32_t max_rows = o.max_running_requests * (1 + max_draft);
+  const int32_t max_tokens = std::max(o.chunked_prefill_size, max_rows);
   impl->ws = std::make_unique<Workspace>(impl->model->workspace(
-      WorkspaceLimits{max_tokens, impl->context_length, o.max_running_requests,
-                      impl->model->n_threads(), impl->model->act_quant_fp8()}));
+      WorkspaceLimits{max_tokens, impl->context_length, max_rows, impl->model->n_threads(),
+                      impl->model->act_quant_fp8()}));
   impl->ws->logits_to_rank0_only = true;  // rank 0 samples and sends the next steps' tokens
   impl->sampler = std::make_unique<Sampler>(c.n_vocab);
   impl->builder = BatchBuilder(o.page_size);
-  impl->logits.resize(static_cast<size_t>(o.max_running_requests) * c.n_vocab);
-  impl->masks.resize(static_cast<size_t>(o.max_running_requests) *
+  impl->logits.resize(static_cast<size_t>(max_rows) * c.n_vocab);
+  impl->masks.resize(static_cast<size_t>(max_rows) *
                      static_cast<size_t>(impl->sampler->n_mask_words()));
-  impl->row_masks.reserve(static_cast<size_t>(o.max_running_requests));
+  impl->row_masks.reserve(static_cast<size_t>(max_rows));
+  impl->draft.resize(static_cast<size_t>(max_draft));
   impl->stats.kv_pages_total = static_cast<int32_t>(n_pages);
   impl->stats.page_size = o.page_size;
   log_info("engine: ", model_arch_name(c.arch), ", context ", impl->context_length, ", KV pool (",
@@ -240,7 +266,7 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& o, MpiComm* 
     const int32_t max_seqs = o.max_running_requests + 1;
     const int32_t max_pages = (impl->context_length + o.page_size - 1) / o.page_size + 1;
     impl->steps = std::make_unique<StepChannel>(
-        *impl->tp_group, StepChannel::payload_words(max_tokens, max_seqs, max_pages, max_seqs));
+        *impl->tp_group, StepChannel::payload_words(max_tokens, max_seqs, max_pages, max_rows));
     impl->watchdog = std::make_unique<StepWatchdog>(o.dist_timeout_s, impl->tp_group->rank());
     impl->rank_totals.resize(4 * static_cast<size_t>(impl->tp_group->size()));
     if (impl->tp_group->rank() != 0) return std::unique_ptr<Engine>(new Engine(std::move(impl)));
@@ -485,6 +511,7 @@ void Engine::Impl::step() {
   sched->commit(plan, rows.results, out);
   const double t_now = now_seconds();
   emit_step_events(out, rows, t_now);
+  propose_drafts(plan);
   if (opts.debug_integrity) sched->check_integrity();
   const double t_end = now_seconds();
   if (batch_cap) {
@@ -495,15 +522,14 @@ void Engine::Impl::step() {
   publish_stats(t_end - t0);
 }
 
-// One token per sequence that asked for logits this step: masks applied, sampled, the grammar
-// advanced, the finish decided (StepResult for the scheduler, TokenEvent for the sink).
+// The tokens of every sequence that asked for logits this step: masks applied, sampled, the
+// grammar advanced, the finish decided (StepResult for the scheduler, TokenEvents for the sink).
+// A sequence verifying a draft samples its rows in order while each sample equals the draft's
+// next token (docs/speculative.md: with one deterministic draft per position this is Leviathan
+// et al.'s rejection sampling, so the output distribution and, per seed, the tokens are those
+// of decoding one token per step).
 Engine::Impl::SampledRows Engine::Impl::sample_rows(const StepPlan& plan) {
-  const int32_t V = model->config().n_vocab;
-  const auto n_words = static_cast<size_t>(sampler->n_mask_words());
   SampledRows out;
-  std::vector<StepResult>& results = out.results;
-  std::vector<TokenEvent>& events = out.events;
-  std::vector<std::pair<RequestId, std::string>>& grammar_errors = out.grammar_errors;
   int32_t row = 0;
   for (const ScheduledSeq& q : plan.seqs) {
     if (!q.needs_logits) continue;
@@ -513,6 +539,17 @@ Engine::Impl::SampledRows Engine::Impl::sample_rows(const StepPlan& plan) {
     } else {
       out.first_token_arrivals.push_back(l.t_arrival);
     }
+    out.results.push_back(sample_seq(q, row, l, out));
+    row += q.n_logit_rows();
+  }
+  return out;
+}
+
+// Samples sequence q's rows from logit row `row` on (one, or 1 + n_draft when verifying).
+StepResult Engine::Impl::sample_seq(const ScheduledSeq& q, int32_t row, Live& l, SampledRows& out) {
+  const int32_t V = model->config().n_vocab;
+  const auto n_words = static_cast<size_t>(sampler->n_mask_words());
+  for (int32_t j = 0; j <= q.n_draft; ++j, ++row) {
     const std::span<const float> row_logits(logits.data() + static_cast<size_t>(row) * V,
                                             static_cast<size_t>(V));
     const RowMask masked = row_masks[static_cast<size_t>(row)];
@@ -520,31 +557,27 @@ Engine::Impl::SampledRows Engine::Impl::sample_rows(const StepPlan& plan) {
         masked == RowMask::kMasked
             ? std::span<const uint64_t>(masks).subspan(static_cast<size_t>(row) * n_words, n_words)
             : std::span<const uint64_t>();
-    ++row;
-    if (!all_finite(row_logits)) {
-      results.push_back(StepResult{0, FinishReason::kError});
-      continue;
+    if (!all_finite(row_logits)) {  // keep what was accepted before this row, if anything
+      if (j == 0) return StepResult{0, FinishReason::kError};
+      return StepResult{q.draft[j - 1], FinishReason::kNone, j - 1};
     }
     if (masked == RowMask::kDeadEnd) {
-      grammar_errors.emplace_back(q.id, "the output grammar allows no next token (dead end)");
-      results.push_back(StepResult{0, FinishReason::kError});
-      continue;
+      out.grammar_errors.emplace_back(q.id, "the output grammar allows no next token (dead end)");
+      return StepResult{0, FinishReason::kError};
     }
     const SampleResult r = sampler->sample(row_logits, l.params, eos, *l.sampler, allowed);
     FinishReason fin = finish_after_token(l.params, eos, r.token, l.sampler->n_generated());
     if (l.grammar) {
       if (Status s = l.grammar->accept(r.token); !s) {
-        grammar_errors.emplace_back(q.id,
-                                    str_cat("the output grammar refused a token: ", s.message()));
-        results.push_back(StepResult{0, FinishReason::kError});
-        continue;
+        out.grammar_errors.emplace_back(
+            q.id, str_cat("the output grammar refused a token: ", s.message()));
+        return StepResult{0, FinishReason::kError};
       }
       // Complete (EOS accepted, even under ignore_eos, or nothing but EOS could follow).
       if (l.grammar->done()) fin = FinishReason::kStop;
     }
     if (fin == FinishReason::kNone && l.n_prompt + l.sampler->n_generated() >= context_length)
       fin = FinishReason::kLength;
-    results.push_back(StepResult{r.token, fin});
     TokenEvent e;
     e.id = q.id;
     e.has_token = true;
@@ -553,20 +586,25 @@ Engine::Impl::SampledRows Engine::Impl::sample_rows(const StepPlan& plan) {
     for (const auto& t : r.top) e.top_logprobs.push_back(TopLogprob{t.token, t.logprob});
     e.t_arrival = l.t_arrival;
     e.t_scheduled = l.t_scheduled;
-    events.push_back(std::move(e));
+    out.events.push_back(std::move(e));
+    if (fin != FinishReason::kNone || j == q.n_draft || r.token != q.draft[j])
+      return StepResult{r.token, fin, j};
   }
-  return out;
+  DSS_CHECK(false, "unreachable");
+  return {};
 }
 
 // The step's token events (a finishing request's last token carries its finish reason and
 // usage), then the final events of the requests the step failed.
 void Engine::Impl::emit_step_events(const StepOutcome& out, SampledRows& rows, double t_now) {
   // Token events first; a finishing request's last token carries its finish reason and usage.
-  for (TokenEvent& e : rows.events) {
+  for (size_t i = 0; i < rows.events.size(); ++i) {
+    TokenEvent& e = rows.events[i];
+    const bool last_of_request = i + 1 == rows.events.size() || rows.events[i + 1].id != e.id;
     auto done = std::find_if(out.finished.begin(), out.finished.end(),
                              [&](const auto& d) { return d.id == e.id; });
     e.t_event = t_now;
-    if (done == out.finished.end()) {
+    if (done == out.finished.end() || !last_of_request) {
       live.at(e.id).sink(std::move(e));
       continue;
     }
@@ -598,6 +636,23 @@ void Engine::Impl::emit_step_events(const StepOutcome& out, SampledRows& rows, d
   }
 }
 
+// Drafts for the next step of every sequence that sampled this step and goes on decoding
+// (constrained requests excepted: their masks depend on the grammar state after each token).
+void Engine::Impl::propose_drafts(const StepPlan& plan) {
+  const SpeculativeOptions& so = opts.speculative;
+  if (so.algorithm == SpecAlgorithm::kNone) return;
+  for (const ScheduledSeq& q : plan.seqs) {
+    if (!q.needs_logits) continue;
+    auto it = live.find(q.id);
+    if (it == live.end() || it->second.grammar) continue;
+    const std::optional<SeqView> v = sched->view(q.id);
+    if (!v || v->n_computed + 1 != static_cast<int32_t>(v->tokens.size())) continue;
+    const int32_t n = ngram_draft(v->tokens, so.ngram_min, so.ngram_max, draft);
+    if (n > 0)
+      sched->set_draft(q.id, std::span<const TokenId>(draft).first(static_cast<size_t>(n)));
+  }
+}
+
 // The mask of every constrained logit row of the step, on the engine thread, before any row is
 // sampled (the rows' matchers are independent). A cached grammar state costs a copy of the mask;
 // a new one a walk of the vocabulary trie (docs/grammar.md).
@@ -610,12 +665,13 @@ void Engine::Impl::fill_masks(const StepPlan& plan) {
     if (!q.needs_logits) continue;
     Live& l = live.at(q.id);
     RowMask m = RowMask::kNone;
-    if (l.grammar) {
+    if (l.grammar) {  // constrained requests get no draft: one row
+      DSS_CHECK(q.n_draft == 0, "a draft for a constrained request");
       const auto words = std::span(masks).subspan(row_masks.size() * n_words, n_words);
       m = l.grammar->fill_mask(words) ? RowMask::kMasked : RowMask::kDeadEnd;
       ++n_masks;
     }
-    row_masks.push_back(m);
+    row_masks.insert(row_masks.end(), static_cast<size_t>(q.n_logit_rows()), m);
   }
   if (n_masks == 0) return;
   const double dt = now_seconds() - t0;
@@ -664,6 +720,10 @@ void Engine::Impl::publish_stats(double step_s) {
   stats.prompt_tokens_computed = c.prefill_tokens;
   stats.generation_tokens = c.decode_tokens;
   stats.preemptions = c.preemptions;
+  stats.spec_drafts = c.spec_drafts;
+  stats.spec_draft_tokens = c.spec_draft_tokens;
+  stats.spec_accepted_tokens = c.spec_accepted_tokens;
+  stats.spec_accepted_per_pos = c.spec_accepted_per_pos;
   stats.batch_cap = sched->running_cap();
   if (batch_cap) {
     stats.batch_cap_raises = batch_cap->n_raises();

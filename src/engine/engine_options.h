@@ -8,6 +8,21 @@
 
 namespace dss {
 
+// --speculative-algorithm (SGLang's names): kNone; kNgram (drafts copied from the sequence's
+// own earlier tokens: the continuation of the latest earlier occurrence of its last n tokens,
+// n from ngram_max down to ngram_min; prompt-lookup decoding); kNextn (DeepSeek's MTP module:
+// engine/mtp_drafter.h). Every draft is verified by the target model (docs/speculative.md).
+enum class SpecAlgorithm { kNone, kNgram, kNextn };
+struct SpeculativeOptions {
+  SpecAlgorithm algorithm = SpecAlgorithm::kNone;
+  int32_t num_steps = 2;  // --speculative-num-steps: draft tokens per decode step (K)
+  // --speculative-num-draft-tokens: SGLang's K + 1 (0: unset); anything else is an error.
+  int32_t num_draft_tokens = 0;
+  int32_t eagle_topk = 1;  // --speculative-eagle-topk: only 1 (a chain)
+  // --speculative-ngram-{min,max}-match-window-size
+  int32_t ngram_min = 1, ngram_max = 4;
+};
+
 struct EngineOptions {
   std::string model_dir;   // --model
   int32_t page_size = 64;  // --page-size (tokens per KV page; any value >= 1)
@@ -42,6 +57,7 @@ struct EngineOptions {
   double request_timeout_s = 0.0;
   // --max-queue-time: seconds a request may wait before it is first scheduled (0: off).
   double max_queue_time_s = 0.0;
+  SpeculativeOptions speculative;
   bool debug_integrity = false;  // check page accounting after every step (tests)
 };
 

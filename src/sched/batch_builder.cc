@@ -21,13 +21,15 @@ const ForwardBatch& BatchBuilder::build(const StepPlan& plan) {
     DSS_CHECK(q.n_pages * page_size_ >= q.n_computed + q.n_new, "seq ", q.id, " lacks pages");
     std::copy(q.pages, q.pages + q.n_pages,
               page_table_.begin() + static_cast<ptrdiff_t>(i * static_cast<size_t>(max_pages)));
+    const int32_t n_known = q.n_computed + q.n_new - q.n_draft;  // tokens before the draft
     for (int32_t j = 0; j < q.n_new; ++j) {
       const int32_t pos = q.n_computed + j;
-      tokens_.push_back(q.tokens[pos]);
+      tokens_.push_back(pos < n_known ? q.tokens[pos] : q.draft[pos - n_known]);
       positions_.push_back(pos);
       slots_.push_back(q.pages[pos / page_size_] * page_size_ + pos % page_size_);
     }
-    if (q.needs_logits) logit_rows_.push_back(static_cast<int32_t>(tokens_.size()) - 1);
+    const auto end = static_cast<int32_t>(tokens_.size());
+    for (int32_t r = end - q.n_logit_rows(); r < end; ++r) logit_rows_.push_back(r);
     seq_begin_.push_back(static_cast<int32_t>(tokens_.size()));
     kv_len_.push_back(q.n_computed + q.n_new);
   }

@@ -16,6 +16,7 @@ struct Scheduler::Seq {
   int32_t n_preemptions = 0;
   std::vector<PageId> pages;  // one BlockPool reference each
   std::optional<PrefixHandle> lock;
+  std::vector<TokenId> draft;  // speculative decoding: to verify at the next decode step
 
   int32_t n_generated() const { return static_cast<int32_t>(tokens.size()) - n_prompt; }
   SeqStats stats() const {
@@ -101,6 +102,7 @@ void Scheduler::release_seq(Seq& s, bool cache_prefix) {
   for (PageId p : s.pages) pool_.release(p);
   s.pages.clear();
   s.n_computed = 0;
+  s.draft.clear();
 }
 
 void Scheduler::preempt(std::unique_ptr<Seq> s) {
@@ -139,7 +141,12 @@ StepPlan Scheduler::plan() {
     Seq& s = *running_[i];
     const int32_t remaining = static_cast<int32_t>(s.tokens.size()) - s.n_computed;
     DSS_CHECK(remaining >= 1, "running sequence with nothing to compute");
-    const int32_t n = std::min(remaining, budget);
+    // A decode verifies its draft within the budget and leaves room for the sampled token.
+    const int32_t n_draft =
+        remaining == 1 ? std::max(0, std::min({static_cast<int32_t>(s.draft.size()), budget - 1,
+                                               s.max_new_tokens - s.n_generated() - 1}))
+                       : 0;
+    const int32_t n = std::min(remaining, budget) + n_draft;
     bool ok = ensure_pages(s, s.n_computed + n);
     while (!ok && running_.size() > i + 1) {  // preempt the newest (not yet planned) sequence
       auto victim = std::move(running_.back());
@@ -155,8 +162,9 @@ StepPlan Scheduler::plan() {
       preempt(std::move(victim));
       break;
     }
-    plan.seqs.push_back(ScheduledSeq{s.id, s.n_computed, n, n == remaining, s.tokens.data(),
-                                     s.pages.data(), static_cast<int32_t>(s.pages.size())});
+    plan.seqs.push_back(ScheduledSeq{
+        s.id, s.n_computed, n, n - n_draft == remaining, s.tokens.data(), s.pages.data(),
+        static_cast<int32_t>(s.pages.size()), n_draft > 0 ? s.draft.data() : nullptr, n_draft});
     budget -= n;
     ++i;
   }
@@ -203,8 +211,8 @@ StepPlan Scheduler::plan() {
   }
   for (const auto& q : plan.seqs) {
     plan.n_tokens += q.n_new;
-    const bool decode = q.n_new == 1 && q.needs_logits && q.n_computed > 0;
-    if (!decode) plan.n_prefill_tokens += q.n_new;
+    plan.n_draft_tokens += q.n_draft;
+    if (!q.is_decode()) plan.n_prefill_tokens += q.n_new;
   }
   return plan;
 }
@@ -218,12 +226,23 @@ void Scheduler::commit(const StepPlan& plan, std::span<const StepResult> results
     DSS_CHECK(it != running_.end(), "planned sequence ", q.id, " is not running");
     Seq& s = **it;
     DSS_CHECK(s.n_computed == q.n_computed, "sequence changed between plan and commit");
-    s.n_computed += q.n_new;
-    const bool decode = q.n_new == 1 && q.needs_logits && q.n_computed > 0;
-    (decode ? counters_.decode_tokens : counters_.prefill_tokens) += q.n_new;
-    if (!q.needs_logits) continue;
+    const bool decode = q.is_decode();
+    if (!q.needs_logits) {
+      s.n_computed += q.n_new;
+      counters_.prefill_tokens += q.n_new;
+      continue;
+    }
     DSS_CHECK(r < results.size(), "missing step result");
     const StepResult& res = results[r++];
+    DSS_CHECK(res.n_accepted >= 0 && res.n_accepted <= q.n_draft, "accepted ", res.n_accepted,
+              " of ", q.n_draft, " draft tokens");
+    // Verified drafts: the newest token and the accepted ones keep their KV; the rejected
+    // positions are dropped (rewritten before any later step reads them).
+    s.n_computed += q.n_new - q.n_draft + res.n_accepted;
+    (decode ? counters_.decode_tokens : counters_.prefill_tokens) +=
+        decode ? 1 + res.n_accepted : q.n_new;
+    if (q.n_draft > 0) count_draft(q.n_draft, res.n_accepted);
+    s.draft.clear();
     if (res.finish == FinishReason::kError) {
       auto failed = std::move(*it);
       running_.erase(it);
@@ -231,7 +250,7 @@ void Scheduler::commit(const StepPlan& plan, std::span<const StepResult> results
       release_seq(*failed, /*cache_prefix=*/false);
       continue;
     }
-    if (q.n_new > 1 && cfg_.enable_prefix_cache) {
+    if (!decode && q.n_new > 1 && cfg_.enable_prefix_cache) {
       // Prefill just completed: publish its full pages now, so requests running concurrently
       // with the same prefix share them (the tree takes its own references).
       const int32_t n_full =
@@ -242,7 +261,9 @@ void Scheduler::commit(const StepPlan& plan, std::span<const StepResult> results
             std::span<const PageId>(s.pages.data(), static_cast<size_t>(n_full)));
       }
     }
+    s.tokens.insert(s.tokens.end(), q.draft, q.draft + res.n_accepted);
     s.tokens.push_back(res.token);
+    trim_pages(s);
     FinishReason reason = res.finish;
     if (reason == FinishReason::kNone && s.n_generated() >= s.max_new_tokens)
       reason = FinishReason::kLength;
@@ -254,6 +275,50 @@ void Scheduler::commit(const StepPlan& plan, std::span<const StepResult> results
     }
   }
   DSS_CHECK(r == results.size(), "extra step results");
+}
+
+void Scheduler::count_draft(int32_t n_draft, int32_t n_accepted) {
+  counters_.spec_drafts++;
+  counters_.spec_draft_tokens += n_draft;
+  counters_.spec_accepted_tokens += n_accepted;
+  std::vector<int64_t>& per_pos = counters_.spec_accepted_per_pos;
+  if (static_cast<int32_t>(per_pos.size()) < n_draft) per_pos.resize(static_cast<size_t>(n_draft));
+  for (int32_t k = 0; k < n_accepted; ++k) per_pos[static_cast<size_t>(k)]++;
+}
+
+// Releases the pages past the ones the sequence's tokens need (a rejected draft's, or a
+// drafter's reservation).
+void Scheduler::trim_pages(Seq& s) {
+  const auto keep =
+      static_cast<size_t>(pages_for(static_cast<int32_t>(s.tokens.size()), cfg_.page_size));
+  while (s.pages.size() > keep) {
+    pool_.release(s.pages.back());
+    s.pages.pop_back();
+  }
+}
+
+void Scheduler::set_draft(RequestId id, std::span<const TokenId> draft) {
+  for (const auto& s : running_) {
+    if (s->id != id) continue;
+    s->draft.assign(draft.begin(), draft.end());
+    return;
+  }
+  DSS_CHECK(false, "set_draft: request ", id, " is not running");
+}
+
+bool Scheduler::reserve(RequestId id, int32_t n_tokens) {
+  for (const auto& s : running_) {
+    if (s->id == id) return ensure_pages(*s, n_tokens);
+  }
+  DSS_CHECK(false, "reserve: request ", id, " is not running");
+  return false;
+}
+
+std::optional<SeqView> Scheduler::view(RequestId id) const {
+  for (const auto& s : running_) {
+    if (s->id == id) return SeqView{s->tokens, s->n_computed, s->pages};
+  }
+  return std::nullopt;
 }
 
 std::optional<SeqStats> Scheduler::stats(RequestId id) const {

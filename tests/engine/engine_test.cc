@@ -93,31 +93,30 @@ void expect_pages_accounted(Engine& e) {
       << "pages held outside the prefix cache after all requests ended";
 }
 
-TEST(Engine, BatchedGreedyEqualsEachRequestAlone) {
+// 32 greedy requests of random prompt lengths [1, 150] and [1, n_span] new tokens, four at a time
+// with pauses between (staggered arrivals), each compared with the same request run alone.
+// Returns the engine's stats after all ended.
+EngineStats batched_greedy_equals_alone(const EngineOptions& o, int32_t n_span) {
   auto m = Model::load(LoadOptions{kModel});
-  ASSERT_TRUE(m.is_ok());
-  auto e = Engine::create(opts());
-  ASSERT_TRUE(e.is_ok()) << e.message();
+  EXPECT_TRUE(m.is_ok());
+  auto e = Engine::create(o);
+  EXPECT_TRUE(e.is_ok()) << e.message();
+  if (!m.is_ok() || !e.is_ok()) return {};
   Rng rng(17);
   EventCollector col;
-  struct Sub {
-    RequestId id;
-    std::vector<TokenId> prompt;
-    int32_t n;
-  };
-  std::vector<Sub> subs;
+  std::vector<Submitted> subs;
   for (int i = 0; i < 32; ++i) {
     std::vector<TokenId> prompt(1 + rng.next_u64() % 150);
     for (auto& t : prompt) t = static_cast<TokenId>(rng.next_u64() % 2048);
-    const int32_t n = 1 + static_cast<int32_t>(rng.next_u64() % 24);
+    const int32_t n = 1 + static_cast<int32_t>(rng.next_u64() % n_span);
     auto id = (*e)->submit(greedy(prompt, n), col.sink());
-    ASSERT_TRUE(id.is_ok()) << id.message();
+    EXPECT_TRUE(id.is_ok()) << id.message();
     subs.push_back({*id, prompt, n});
     if (i % 4 == 3)
       std::this_thread::sleep_for(std::chrono::milliseconds(3));  // staggered arrivals
   }
   col.wait_done(32);
-  for (const Sub& s : subs) {
+  for (const Submitted& s : subs) {
     const auto out = col.get(s.id);
     EXPECT_EQ(out.last.finish, FinishReason::kLength);
     EXPECT_EQ(out.tokens, alone(**m, s.prompt, s.n)) << "request " << s.id;
@@ -125,6 +124,79 @@ TEST(Engine, BatchedGreedyEqualsEachRequestAlone) {
     EXPECT_EQ(out.last.n_prompt, static_cast<int32_t>(s.prompt.size()));
   }
   expect_pages_accounted(**e);
+  return (*e)->stats();
+}
+
+TEST(Engine, BatchedGreedyEqualsEachRequestAlone) { batched_greedy_equals_alone(opts(), 24); }
+
+// Speculative decoding with prompt-lookup drafts (the tiny random model's greedy output repeats
+// itself, so drafts are accepted often): the same tokens as without it, for K = 1, 2, 3.
+TEST(Engine, NgramSpeculativeGreedyEqualsEachRequestAlone) {
+  for (int32_t k = 1; k <= 3; ++k) {
+    EngineOptions o = opts();
+    o.speculative.algorithm = SpecAlgorithm::kNgram;
+    o.speculative.num_steps = k;
+    const EngineStats s = batched_greedy_equals_alone(o, 64);
+    EXPECT_GT(s.spec_drafts, 0) << "K=" << k;
+    EXPECT_GT(s.spec_accepted_tokens, 0) << "K=" << k << ": no draft was accepted";
+    EXPECT_LE(s.spec_accepted_tokens, s.spec_draft_tokens);
+    EXPECT_EQ(static_cast<int32_t>(s.spec_accepted_per_pos.size()), k);
+  }
+}
+
+// Sampling (temperature, top-p, penalties, a seed per request): the tokens and logprobs are those
+// of decoding one token per step, because every emitted token is one sample of the same
+// distribution with the same random stream (docs/speculative.md).
+TEST(Engine, NgramSpeculativeSampledEqualsPlainPerSeed) {
+  std::vector<std::vector<TokenId>> outs[2];
+  std::vector<std::vector<float>> logprobs[2];
+  for (int spec = 0; spec < 2; ++spec) {
+    EngineOptions o = opts();
+    if (spec) {
+      o.speculative.algorithm = SpecAlgorithm::kNgram;
+      o.speculative.num_steps = 3;
+    }
+    auto e = Engine::create(o);
+    ASSERT_TRUE(e.is_ok()) << e.message();
+    Rng rng(5);
+    EventCollector col;
+    std::vector<RequestId> ids;
+    for (int i = 0; i < 12; ++i) {
+      GenerateRequest r;
+      r.prompt.resize(8 + rng.next_u64() % 40);
+      for (auto& t : r.prompt) t = static_cast<TokenId>(rng.next_u64() % 2048);
+      r.params.temperature = i % 3 == 0 ? 0.3f : 0.8f;
+      r.params.top_p = i % 2 == 0 ? 0.9f : 1.0f;
+      r.params.repetition_penalty = i % 4 == 1 ? 1.1f : 1.0f;
+      r.params.seed = 1000 + i;
+      r.params.max_tokens = 40;
+      r.params.ignore_eos = true;
+      r.params.logprobs = 2;
+      auto id = (*e)->submit(std::move(r), col.sink());
+      ASSERT_TRUE(id.is_ok()) << id.message();
+      ids.push_back(*id);
+    }
+    col.wait_done(12);
+    for (RequestId id : ids) {
+      const auto out = col.get(id);
+      outs[spec].push_back(out.tokens);
+      std::vector<float> lp;
+      for (const TokenEvent& ev : out.events) {
+        if (ev.has_token) lp.push_back(ev.logprob);
+      }
+      logprobs[spec].push_back(lp);
+    }
+    if (spec) {
+      EXPECT_GT((*e)->stats().spec_accepted_tokens, 0);
+    }
+    expect_pages_accounted(**e);
+  }
+  for (size_t i = 0; i < outs[0].size(); ++i) {
+    EXPECT_EQ(outs[1][i], outs[0][i]) << "request " << i;
+    ASSERT_EQ(logprobs[1][i].size(), logprobs[0][i].size());
+    for (size_t t = 0; t < logprobs[0][i].size(); ++t)
+      EXPECT_NEAR(logprobs[1][i][t], logprobs[0][i][t], 1e-4) << "request " << i << " token " << t;
+  }
 }
 
 TEST(Engine, GoldenPromptsGiveReferenceGreedyContinuations) {

@@ -41,6 +41,14 @@ class Timeline {
     aborts_[step].push_back(name);
     return *this;
   }
+  // Speculative decoding: after every step each decoding sequence gets a draft of k tokens (of
+  // value 1, the fake model's token); of a draft the model accepts the first `accept` tokens
+  // (accept < 0: a pseudo-random number of them).
+  Timeline& speculate(int k, int accept) {
+    draft_len_ = k;
+    accept_ = accept;
+    return *this;
+  }
   // The step's sampled row of `name` fails (StepResult kError, e.g. non-finite logits).
   Timeline& fail_at(int step, const std::string& name) {
     fails_[step].insert(name);
@@ -67,15 +75,17 @@ class Timeline {
       std::vector<std::string> row;
       std::vector<StepResult> results;
       for (const auto& q : plan.seqs) {
-        const bool decode =
-            q.n_new == 1 && q.needs_logits && q.n_computed > 0 && !prefilling_.count(q.id);
+        const bool decode = q.is_decode() && !prefilling_.count(q.id);
+        // (str_cat: GCC 12 -Wrestrict false positive on operator+)
         row.push_back(decode
-                          ? names_[q.id]
-                          : str_cat(names_[q.id], ":",
-                                    q.n_new));  // (GCC 12 -Wrestrict false positive on operator+)
+                          ? (q.n_draft > 0 ? str_cat(names_[q.id], "+", q.n_draft) : names_[q.id])
+                          : str_cat(names_[q.id], ":", q.n_new));
         if (q.needs_logits) {
           const bool fail = fails_[step].count(names_[q.id]) > 0;
-          results.push_back(StepResult{1, fail ? FinishReason::kError : FinishReason::kNone});
+          const int accepted = accept_ >= 0 ? std::min(q.n_draft, accept_)
+                                            : static_cast<int>(rng_.next_u64() % (q.n_draft + 1));
+          results.push_back(
+              StepResult{1, fail ? FinishReason::kError : FinishReason::kNone, accepted});
           prefilling_.erase(q.id);
         } else {
           prefilling_.insert(q.id);
@@ -86,6 +96,12 @@ class Timeline {
       StepOutcome out;
       sched_.commit(plan, results, out);
       for (const auto& d : out.finished) finished_[names_[d.id]] = d;
+      for (const auto& q : plan.seqs) {
+        const std::optional<SeqView> v = sched_.view(q.id);
+        if (draft_len_ == 0 || !v || v->n_computed + 1 != static_cast<int>(v->tokens.size()))
+          continue;
+        sched_.set_draft(q.id, std::vector<TokenId>(static_cast<size_t>(draft_len_), 1));
+      }
       sched_.check_integrity();
       steps.push_back(row);
     }
@@ -116,6 +132,8 @@ class Timeline {
   std::map<std::string, RequestId> ids_;
   std::map<RequestId, std::string> names_;
   std::set<RequestId> prefilling_;
+  int draft_len_ = 0, accept_ = 0;
+  Rng rng_{7};
   std::set<std::string> preempted_;
   std::map<std::string, StepOutcome::Done> finished_;
 };
@@ -235,6 +253,72 @@ TEST(SchedulerTimeline, AbortMidPrefillAndMidDecodeFreesPages) {
   EXPECT_EQ(t.pool().n_free(), t.pool().n_pages());
 }
 
+// Drafts of 3: A and B verify 1 + 3 tokens per decode step within the budget of 8, and each
+// step appends the accepted drafts plus the sampled token (here 2 + 1): 9 new tokens are the
+// prefill's first token and then 3 decode steps of 3, 3 and 2 tokens (the last draft is capped to
+// 1 so that the sampled token still fits in max_tokens).
+TEST(SchedulerTimeline, SpeculativeDecodeVerifiesDraftsAndAppendsTheAccepted) {
+  Timeline t(64, 2, 8);
+  t.speculate(3, 2).arrive({0, "A", 4, 9}).arrive({0, "B", 4, 9});
+  const Steps s = t.run();
+  ASSERT_EQ(s.size(), 4u);
+  EXPECT_EQ(s[0], (std::vector<std::string>{"A:4", "B:4"}));
+  EXPECT_EQ(s[1], (std::vector<std::string>{"A+3", "B+3"}));
+  EXPECT_EQ(s[2], (std::vector<std::string>{"A+3", "B+3"}));
+  EXPECT_EQ(s[3], (std::vector<std::string>{"A+1", "B+1"}));
+  EXPECT_EQ(t.finished().at("A").stats.n_generated, 9);
+  const SchedulerCounters& c = t.sched().counters();
+  EXPECT_EQ(c.spec_drafts, 6);
+  EXPECT_EQ(c.spec_draft_tokens, 2 * (3 + 3 + 1));
+  EXPECT_EQ(c.spec_accepted_tokens, 2 * (2 + 2 + 1));
+  EXPECT_EQ(c.decode_tokens, 2 * 8);  // every token after the first came from a decode step
+  ASSERT_EQ(c.spec_accepted_per_pos.size(), 3u);
+  EXPECT_EQ(c.spec_accepted_per_pos[0], 6);
+  EXPECT_EQ(c.spec_accepted_per_pos[1], 4);
+  EXPECT_EQ(c.spec_accepted_per_pos[2], 0);
+  t.radix().evict(1 << 30);
+  EXPECT_EQ(t.pool().n_free(), t.pool().n_pages());
+}
+
+// A rejected draft's pages go back to the pool at commit: with page size 2, a decode at length 5
+// verifying 4 drafts reserves positions 4..8 (pages 2..4); none accepted keeps the pages of its
+// 6 tokens (0..2).
+TEST(Scheduler, RejectedDraftReleasesItsPages) {
+  BlockPool pool(16);
+  RadixCache radix(2, pool);
+  Scheduler s(SchedulerConfig{2, 4, 64, 100, false}, pool, radix);
+  ASSERT_TRUE(s.add(SchedRequest{1, {5, 6, 7, 8}, 10}).is_ok());
+  StepPlan p = s.plan();
+  StepOutcome out;
+  s.commit(p, std::vector<StepResult>{StepResult{9}}, out);
+  EXPECT_EQ(pool.n_used(), 2);  // 4 tokens computed (the 5th has its page from the next plan)
+  s.set_draft(1, std::vector<TokenId>{1, 2, 3, 4});
+  p = s.plan();
+  ASSERT_EQ(p.seqs.size(), 1u);
+  EXPECT_EQ(p.seqs[0].n_new, 5);
+  EXPECT_EQ(p.seqs[0].n_draft, 4);
+  EXPECT_EQ(p.n_draft_tokens, 4);
+  BatchBuilder b(2);
+  const ForwardBatch& fb = b.build(p);
+  EXPECT_EQ(std::vector<TokenId>(fb.tokens.begin(), fb.tokens.end()),
+            (std::vector<TokenId>{9, 1, 2, 3, 4}));
+  EXPECT_EQ(std::vector<int32_t>(fb.logit_rows.begin(), fb.logit_rows.end()),
+            (std::vector<int32_t>{0, 1, 2, 3, 4}));
+  EXPECT_EQ(pool.n_used(), 5);  // positions 0..8
+  s.commit(p, std::vector<StepResult>{StepResult{7, FinishReason::kNone, 0}}, out);
+  EXPECT_EQ(pool.n_used(), 3);  // 6 tokens, 5 computed
+  const std::optional<SeqView> v = s.view(1);
+  ASSERT_TRUE(v.has_value());
+  EXPECT_EQ(std::vector<TokenId>(v->tokens.begin(), v->tokens.end()),
+            (std::vector<TokenId>{5, 6, 7, 8, 9, 7}));
+  EXPECT_EQ(v->n_computed, 5);
+  EXPECT_TRUE(s.reserve(1, 10));  // a drafter's rows ahead of the sequence
+  EXPECT_EQ(pool.n_used(), 5);
+  s.check_integrity();
+  s.abort(1);
+  EXPECT_EQ(pool.n_free(), pool.n_pages());
+}
+
 TEST(Scheduler, RejectsRequestsOverTheContextLength) {
   BlockPool pool(100);
   RadixCache radix(4, pool);
@@ -255,6 +339,7 @@ TEST(SchedulerStress, RandomWorkloadKeepsPageAccounting) {
     const int page = 1 + static_cast<int>(rng.next_u64() % 8);
     Timeline t(48, page, 4 + static_cast<int>(rng.next_u64() % 60),
                1 + static_cast<int>(rng.next_u64() % 8));
+    if (seed % 2 == 0) t.speculate(1 + static_cast<int>(rng.next_u64() % 4), -1);
     std::map<std::string, int> max_new;
     std::set<std::string> aborted;
     for (int i = 0; i < 30; ++i) {

@@ -52,6 +52,7 @@ struct LogitsArgs {
   ActQuant act_quant = ActQuant::kNone;
   int32_t n_threads = 0;
   ParallelArgs parallel;
+  SpeculativeOptions speculative;
 };
 
 int run_logits(const LogitsArgs& a) {
@@ -68,7 +69,8 @@ int run_logits(const LogitsArgs& a) {
   const double t0 = now_seconds();
   auto model =
       Model::load(LoadOptions{a.model, a.n_threads, a.weight_dtype, a.act_quant, a.weight_layout,
-                              a.lm_head_dtype, a.matmul_dtype, a.parallel.ep_size > 1},
+                              a.lm_head_dtype, a.matmul_dtype, a.parallel.ep_size > 1,
+                              a.speculative.algorithm == SpecAlgorithm::kNextn},
                   par->tp_group());
   if (!model) {
     std::fprintf(stderr, "dsserve logits: %s\n", model.message().c_str());
@@ -107,6 +109,7 @@ int run_logits(const LogitsArgs& a) {
   out["greedy"] = p.greedy;
   out["timing"] = {{"load_s", t_load}, {"prefill_s", p.prefill_s}, {"total_s", p.total_s}};
   out["memory"] = {{"weight_bytes", weight_bytes}, {"rss_after_load_bytes", rss_bytes}};
+  if ((*model)->has_mtp() && ids->size() >= 2) out["mtp_logits"] = probe_mtp_logits(**model, *ids);
   if (par->rank() == 0) std::cout << out.dump() << "\n";  // one result, from rank 0
   return 0;
 }
@@ -128,6 +131,14 @@ void add_logits(CLI::App& app) {
   add_parallel_flags(cmd, a->parallel);
   cmd->add_option("--threads", a->n_threads, "Compute threads (0: all hardware threads)")
       ->check(CLI::NonNegativeNumber);
+  cmd->add_option_function<std::string>(
+         "--speculative-algorithm",
+         [a](const std::string& s) {
+           a->speculative.algorithm = s == "none" ? SpecAlgorithm::kNone : SpecAlgorithm::kNextn;
+         },
+         "nextn: also load the MTP module and print its logits at every position but the last "
+         "(mtp_logits, the draft for the token after next)")
+      ->check(CLI::IsMember({"none", "nextn"}, CLI::ignore_case));
   cmd->callback([a] { exit_code = run_logits(*a); });
 }
 

@@ -57,6 +57,9 @@ struct WorkspaceLimits {
   int32_t n_threads = 1;       // compute threads (per-thread attention and routing scratch)
   bool act_quant = false;      // W8A8 model: the linear layers quantise their inputs to e4m3
   int32_t tp_size = 1;         // tensor-parallel ranks the logits are gathered from
+  // The MTP module runs on this workspace (Model::mtp_forward; its eh_proj reads 2 d_model
+  // inputs per token), and Model::forward keeps every token's final-normed hidden state.
+  bool mtp = false;
 };
 
 // A backend's private scratch (attention tiles and partials, MoE buckets, top-k buffers, W8A8

@@ -14,6 +14,7 @@
 #include "base/log.h"
 #include "base/str_cat.h"
 #include "core/validate_sampling_params.h"
+#include "engine/mtp_drafter.h"
 #include "engine/request_grammar.h"
 #include "engine/step_channel.h"
 #include "engine/step_watchdog.h"
@@ -135,7 +136,8 @@ struct Engine::Impl {
   enum class RowMask : uint8_t { kNone, kMasked, kDeadEnd };
   std::vector<uint64_t> masks;
   std::vector<RowMask> row_masks;
-  std::vector<TokenId> draft;  // speculative decoding: [num_steps], one sequence's draft
+  std::vector<TokenId> draft;       // speculative decoding: [num_steps], one sequence's draft
+  std::unique_ptr<MtpDrafter> mtp;  // --speculative-algorithm NEXTN
 
   struct Live {
     SamplingParams params;
@@ -200,11 +202,10 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& o, MpiComm* 
   DSS_ASSIGN_OR_RETURN(
       impl->model,
       Model::load(LoadOptions{o.model_dir, o.n_threads, o.weight_dtype, o.act_quant,
-                              o.weight_layout, o.lm_head_dtype, o.matmul_dtype, o.expert_parallel},
+                              o.weight_layout, o.lm_head_dtype, o.matmul_dtype, o.expert_parallel,
+                              o.speculative.algorithm == SpecAlgorithm::kNextn},
                   impl->tp_group));
   const ModelConfig& c = impl->model->config();
-  if (o.speculative.algorithm == SpecAlgorithm::kNextn)
-    return Status::error("--speculative-algorithm NEXTN: the MTP drafter is not built yet");
   impl->eos = c.eos_token_id;
   impl->context_length =
       o.context_length > 0 ? o.context_length : std::min(c.max_position_embeddings, 32768);
@@ -641,6 +642,13 @@ void Engine::Impl::emit_step_events(const StepOutcome& out, SampledRows& rows, d
 void Engine::Impl::propose_drafts(const StepPlan& plan) {
   const SpeculativeOptions& so = opts.speculative;
   if (so.algorithm == SpecAlgorithm::kNone) return;
+  if (mtp) {
+    mtp->run(plan, builder.batch(), *sched, [this](RequestId id) {
+      auto it = live.find(id);
+      return it != live.end() && !it->second.grammar;
+    });
+    return;
+  }
   for (const ScheduledSeq& q : plan.seqs) {
     if (!q.needs_logits) continue;
     auto it = live.find(q.id);

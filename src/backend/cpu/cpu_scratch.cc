@@ -63,8 +63,8 @@ CpuScratch::CpuScratch(const ModelConfig& c, const WorkspaceLimits& lim) : limit
     moe_claims.reserve(jobs * (units_a + units_b), static_cast<int32_t>(jobs));
   }
   if (lim.act_quant) {
-    const size_t widest = std::max(
-        {d, static_cast<size_t>(c.q_lora_rank), static_cast<size_t>(c.n_heads * c.d_v), ff});
+    const size_t widest = std::max({lim.mtp ? 2 * d : d, static_cast<size_t>(c.q_lora_rank),
+                                    static_cast<size_t>(c.n_heads * c.d_v), ff});
     act_q.resize(std::max(T * widest, tile * R));
   }
   if (c.index_n_heads > 0) {

@@ -45,13 +45,15 @@ size_t n_scales(const Matrix& m) {
 // The router and the V3.2 indexer: kept in f32 arithmetic under bf16_dot.
 std::set<const Matrix*> f32_only(ModelWeights& w) {
   std::set<const Matrix*> out;
-  for (LayerWeights& L : w.layers) {
+  auto layer = [&out](const LayerWeights& L) {
     if (L.is_moe) out.insert(&L.moe.router);
     if (L.mla.has_indexer) {
       for (const Matrix* m : {&L.mla.indexer.wk, &L.mla.indexer.wq_b, &L.mla.indexer.weights_proj})
         out.insert(m);
     }
-  }
+  };
+  for (const LayerWeights& L : w.layers) layer(L);
+  for (const MtpWeights& m : w.mtp) layer(m.block);
   return out;
 }
 
@@ -93,7 +95,8 @@ std::vector<Placement> plan(ModelWeights& w, bool tile, bool bf16_dot,
   for_each_matrix(w, [&](Matrix& m) {
     if (m.empty() || by_data.count(m.data) != 0) return;  // EP's absent experts; a second view
     const bool is_owned = owned.count(m.data) != 0;
-    const bool tiled = tile && &m != &w.embed && can_tile(m);
+    const bool tiled =
+        tile && &m != &w.embed && (w.mtp.empty() || &m != &w.mtp[0].embed) && can_tile(m);
     if (!tiled && !is_owned) return;  // stays a view of the mapping
     Placement p;
     p.src = p.dst = m;

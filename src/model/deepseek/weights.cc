@@ -330,14 +330,58 @@ Status load_moe(Loader& ld, const ModelConfig& c, const std::string& mlp, const 
   return Status::ok();
 }
 
+// Decoder layer i (prefix "model.layers.i"): norms, attention, dense FFN or MoE.
+Result<LayerWeights> load_layer(Loader& ld, const ModelConfig& c, int32_t i, const ShardSpec& shard,
+                                std::vector<OwnedMatrix>& owned) {
+  const std::string p = "model.layers." + std::to_string(i);
+  LayerWeights L;
+  DSS_ASSIGN_OR_RETURN(L.attn_norm, ld.vector(p + ".input_layernorm.weight", c.d_model));
+  DSS_ASSIGN_OR_RETURN(L.ffn_norm, ld.vector(p + ".post_attention_layernorm.weight", c.d_model));
+  DSS_RETURN_IF_ERROR(load_mla(ld, c, p + ".self_attn", shard, owned, L.mla));
+  L.is_moe = c.is_moe_layer(i);
+  if (!L.is_moe) {
+    DSS_ASSIGN_OR_RETURN(L.dense, ld.ffn(p + ".mlp", c.d_model, c.d_ff, shard));
+  } else {
+    DSS_RETURN_IF_ERROR(load_moe(ld, c, p + ".mlp", shard, L.moe));
+  }
+  return L;
+}
+
+// The MTP module: layer n_layers's decoder block and its enorm, hnorm, eh_proj, embedding and
+// shared head.
+Result<MtpWeights> load_mtp(Loader& ld, const Checkpoint& ck, const ModelConfig& c,
+                            std::vector<OwnedMatrix>& owned) {
+  if (c.n_mtp_layers < 1) {
+    return Status::error(ck.dir(),
+                         ": config.json has num_nextn_predict_layers 0: the checkpoint has no "
+                         "MTP module for --speculative-algorithm NEXTN");
+  }
+  const std::string p = "model.layers." + std::to_string(c.n_layers);
+  MtpWeights m;
+  DSS_ASSIGN_OR_RETURN(m.block, load_layer(ld, c, c.n_layers, {}, owned));
+  DSS_ASSIGN_OR_RETURN(m.enorm, ld.vector(p + ".enorm.weight", c.d_model));
+  DSS_ASSIGN_OR_RETURN(m.hnorm, ld.vector(p + ".hnorm.weight", c.d_model));
+  DSS_ASSIGN_OR_RETURN(m.eh_proj, ld.matrix(p + ".eh_proj.weight", c.d_model, 2 * c.d_model));
+  DSS_ASSIGN_OR_RETURN(m.embed, ld.matrix(p + ".embed_tokens.weight", c.n_vocab, c.d_model, false));
+  DSS_ASSIGN_OR_RETURN(m.head_norm, ld.vector(p + ".shared_head.norm.weight", c.d_model));
+  DSS_ASSIGN_OR_RETURN(m.head, ld.matrix(p + ".shared_head.head.weight", c.n_vocab, c.d_model));
+  if (m.embed.dtype == DType::kF8E4M3) {
+    return Status::error(ck.dir(), ": tensor '", p,
+                         ".embed_tokens.weight' is F8_E4M3; embeddings must be BF16, F16 or F32");
+  }
+  return m;
+}
+
 }  // namespace
 
 Result<ModelWeights> load_weights(const Checkpoint& ck, const ModelConfig& c,
                                   const QuantPolicy* convert, bool tile,
                                   const QuantPolicy* lm_head_convert, bool bf16_dot,
                                   const WeightAllocator& allocate, const ShardSpec& shard,
-                                  ThreadPool* pool) {
+                                  ThreadPool* pool, bool mtp) {
   DSS_RETURN_IF_ERROR(check_shardable(c, shard));
+  if (mtp && shard.sharded())
+    return Status::error("the MTP module (--speculative-algorithm NEXTN) runs on one rank only");
   ModelWeights w;
   Loader ld(ck, convert, lm_head_convert, tile, w.owned);
   const Part vocab{shard.begin(c.n_vocab), shard.end(c.n_vocab), 0, -1};
@@ -352,18 +396,12 @@ Result<ModelWeights> load_weights(const Checkpoint& ck, const ModelConfig& c,
         ": tensor 'model.embed_tokens.weight' is F8_E4M3; embeddings must be BF16, F16 or F32");
   }
   for (int32_t i = 0; i < c.n_layers; ++i) {
-    const std::string p = "model.layers." + std::to_string(i);
-    LayerWeights L;
-    DSS_ASSIGN_OR_RETURN(L.attn_norm, ld.vector(p + ".input_layernorm.weight", c.d_model));
-    DSS_ASSIGN_OR_RETURN(L.ffn_norm, ld.vector(p + ".post_attention_layernorm.weight", c.d_model));
-    DSS_RETURN_IF_ERROR(load_mla(ld, c, p + ".self_attn", shard, w.owned, L.mla));
-    L.is_moe = c.is_moe_layer(i);
-    if (!L.is_moe) {
-      DSS_ASSIGN_OR_RETURN(L.dense, ld.ffn(p + ".mlp", c.d_model, c.d_ff, shard));
-    } else {
-      DSS_RETURN_IF_ERROR(load_moe(ld, c, p + ".mlp", shard, L.moe));
-    }
+    DSS_ASSIGN_OR_RETURN(LayerWeights L, load_layer(ld, c, i, shard, w.owned));
     w.layers.push_back(std::move(L));
+  }
+  if (mtp) {
+    DSS_ASSIGN_OR_RETURN(MtpWeights m, load_mtp(ld, ck, c, w.owned));
+    w.mtp.push_back(std::move(m));
   }
   w.bytes_by_dtype = ld.bytes();
   place_weights(w, tile, bf16_dot, allocate, pool);

@@ -72,6 +72,18 @@ struct LayerWeights {
   MoeWeights moe;    // when is_moe
 };
 
+// DeepSeek's multi-token-prediction module (deepseek-reference.md 2.8; tensors
+// model.layers.{n_layers}.*): its draft for position i + 2 reads the target's final-normed
+// hidden state at i and the embedding of token i + 1.
+struct MtpWeights {
+  Vector enorm, hnorm;  // [d_model] RMSNorm of the embedding / of the target's hidden state
+  Matrix eh_proj;       // [d_model, 2 d_model]: the normed embedding's columns first
+  Matrix embed;         // [n_vocab, d_model] its own copy of the embedding
+  LayerWeights block;   // a whole decoder layer (MLA + MoE), KV layer n_layers of the cache
+  Vector head_norm;     // [d_model] shared_head.norm
+  Matrix head;          // [n_vocab, d_model] shared_head.head
+};
+
 struct ModelWeights {
   // Vocabulary-parallel (ShardSpec): embed and lm_head hold rows [vocab_begin, vocab_begin +
   // their n_rows) of the whole vocabulary.
@@ -80,6 +92,7 @@ struct ModelWeights {
   Vector final_norm;  // [d_model]
   Matrix lm_head;     // [n_vocab, d_model]
   std::vector<LayerWeights> layers;
+  std::vector<MtpWeights> mtp;  // the MTP module when loaded (load_weights' `mtp`), else empty
   // Bytes by dtype name (F8_E4M3 includes its scales' F32 bytes under "F32"; I8 its row scales).
   std::vector<std::pair<std::string, size_t>> bytes_by_dtype;
   // Weights converted or tiled at load (`--weight-dtype`, `--weight-layout`): the Matrix views
@@ -100,8 +113,8 @@ struct ModelWeights {
 // indexer, router, FFNs and experts, lm_head), in the order a forward pass reads them: the
 // embedding, then per layer q_a, kv_a, q_b, the indexer's wk, wq_b and weights_proj
 // (indexer_keys, before the attention), W_UK^T, kv_b, o, the router, each expert's gate, up and
-// down, the shared expert or the dense FFN; lm_head last. place_weights lays the weights out in
-// this order.
+// down, the shared expert or the dense FFN; lm_head; then the MTP module's (eh_proj, its
+// embedding, its layer as above, its head). place_weights lays the weights out in this order.
 template <typename Fn>
 void for_each_matrix(ModelWeights& w, Fn&& fn) {
   auto ffn = [&](FfnWeights& f) {
@@ -109,8 +122,7 @@ void for_each_matrix(ModelWeights& w, Fn&& fn) {
     fn(f.up);
     fn(f.down);
   };
-  fn(w.embed);
-  for (LayerWeights& L : w.layers) {
+  auto layer = [&](LayerWeights& L) {
     MlaWeights& a = L.mla;
     for (Matrix* m : {&a.q_a, &a.kv_a, &a.q_b}) fn(*m);
     if (a.has_indexer) {
@@ -124,8 +136,16 @@ void for_each_matrix(ModelWeights& w, Fn&& fn) {
     } else {
       ffn(L.dense);
     }
-  }
+  };
+  fn(w.embed);
+  for (LayerWeights& L : w.layers) layer(L);
   fn(w.lm_head);
+  for (MtpWeights& m : w.mtp) {
+    fn(m.eh_proj);
+    fn(m.embed);
+    layer(m.block);
+    fn(m.head);
+  }
 }
 
 // Looks up and validates every tensor the config implies: presence, dtype (F8 needs its
@@ -141,7 +161,8 @@ void for_each_matrix(ModelWeights& w, Fn&& fn) {
 // arithmetic reads fastest (tensor/matrix.h); the router and the indexer stay kF32 / kTiled.
 // `shard`: this rank's part of a tensor- / expert-parallel group (model/deepseek/shard.h); the
 // shard's rows are views of the mapped file where whole rows are kept, so a rank reads and keeps
-// ~1/size of the split tensors.
+// ~1/size of the split tensors. `mtp`: also load the MTP module (config num_nextn_predict_layers
+// >= 1; an error naming the checkpoint otherwise; not with a shard).
 // `allocate` makes the arena (the backend's allocate for MemoryUse::kWeights; empty: host
 // memory). The matrices no conversion or tiling touches stay views of the mapped file, which the
 // CPU backend reads in place. The repack and the arena are place_weights' (weight_placement.h):
@@ -151,6 +172,7 @@ Result<ModelWeights> load_weights(const Checkpoint& ck, const ModelConfig& cfg,
                                   const QuantPolicy* convert = nullptr, bool tile = false,
                                   const QuantPolicy* lm_head_convert = nullptr,
                                   bool bf16_dot = false, const WeightAllocator& allocate = {},
-                                  const ShardSpec& shard = {}, ThreadPool* pool = nullptr);
+                                  const ShardSpec& shard = {}, ThreadPool* pool = nullptr,
+                                  bool mtp = false);
 
 }  // namespace dss

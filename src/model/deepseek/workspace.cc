@@ -46,6 +46,9 @@ size_t lay_out(const ModelConfig& c, const WorkspaceLimits& lim, Bind&& bind) {
   take(&Workspace::idx_w, v32 * T * static_cast<size_t>(c.index_n_heads));
   take(&Workspace::sel, v32 * T * static_cast<size_t>(c.index_topk));
   take(&Workspace::n_sel, T);
+  const size_t mtp = lim.mtp ? 1 : 0;
+  take(&Workspace::hidden, mtp * T * d);
+  take(&Workspace::mtp_in, mtp * T * 2 * d);
   return off;
 }
 

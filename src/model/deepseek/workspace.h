@@ -52,6 +52,10 @@ struct Workspace {
   std::span<float> idx_w;    // [max_tokens, index_n_heads] head coefficients
   std::span<int32_t> sel;    // [max_tokens, index_topk] selected positions (sorted)
   std::span<int32_t> n_sel;  // [max_tokens]; -1: every position <= the token's own
+  // MTP (limits.mtp; empty spans otherwise): every token's final-normed hidden state as
+  // Model::forward leaves it, [max_tokens, d_model], and the MTP module's input rows
+  // [max_tokens, 2 d_model] (normed embedding | normed hidden state).
+  std::span<float> hidden, mtp_in;
   // The backend's scratch (attention partials and tiles, MoE buckets, top-k buffers, W8A8
   // activations), sized for the same limits.
   std::unique_ptr<BackendScratch> backend;

@@ -42,6 +42,8 @@ struct LoadOptions {
   // With a tensor-parallel group (Model::load's tp_group): partition the routed experts over it
   // (--ep-size equal to --tp-size) instead of splitting every expert's rows.
   bool expert_parallel = false;
+  // Load the checkpoint's MTP module (--speculative-algorithm NEXTN): Model::mtp_forward.
+  bool mtp = false;
 };
 
 // Flag spellings. parse_*: "bf16" | "fp8" | "int8" (and "" for as stored; parse_weight_dtype's);

@@ -24,4 +24,10 @@ struct LogitsProbe {
 LogitsProbe probe_logits(const Model& m, std::span<const TokenId> ids, int32_t decode,
                          int32_t chunk, AttnPath path);
 
+// The MTP module's logits at positions 0 .. n-2 of `ids` (m.has_mtp(), ids.size() >= 2): one
+// forward of the whole prompt keeps the final-normed hidden states h_0 .. h_{n-2}, then the
+// module runs over positions 0 .. n-2 with tokens ids[1 ..] and those states. Row p
+// [n_vocab] predicts token p + 2 (scripts/mtp_reference.py checks it).
+std::vector<std::vector<float>> probe_mtp_logits(const Model& m, std::span<const TokenId> ids);
+
 }  // namespace dss

@@ -85,12 +85,12 @@ Result<std::unique_ptr<Model>> Model::load(const LoadOptions& opts, MpiComm* tp_
                                   m->ck_, m->cfg_, convert ? &policy : nullptr, tile,
                                   convert_lm_head ? &lm_head_policy : nullptr, m->matmul_bf16_,
                                   [&be](size_t n) { return be.allocate(n, MemoryUse::kWeights); },
-                                  shard, &be.pool()));
+                                  shard, &be.pool(), opts.mtp));
   return m;
 }
 
 KvLayout Model::kv_layout(int32_t page_size, DType dtype) const {
-  return KvLayout{cfg_.n_layers,
+  return KvLayout{cfg_.n_layers + (has_mtp() ? 1 : 0),
                   cfg_.kv_lora_rank,
                   cfg_.d_rope,
                   page_size,
@@ -149,6 +149,66 @@ void Model::gather_logits(C& comm, int32_t n_rows, const Workspace& ws, float* l
   }
 }
 
+template <ModelBackend B, typename SumRows>
+void Model::layer_forward(const B& be, const LayerWeights& L, int32_t i_kv, const ForwardBatch& b,
+                          KvCache& kv, Workspace& ws, AttnPath path, SumRows&& sum_rows) const {
+  const ModelConfig& c = cfg_;
+  const int32_t T = b.n_tokens();
+  const int64_t d = c.d_model;
+  be.rmsnorm_rows(ws.h.data(), L.attn_norm, T, d, c.rms_eps, ws.xn.data());
+  {
+    DSS_PHASE_SCOPE(kMla);
+    mla_forward(be, c, rope_, L.mla, i_kv, b, kv, ws, path);  // xn -> tmp
+  }
+  sum_rows(ws.tmp);
+  be.add_rows(ws.tmp.data(), T * d, ws.h.data());
+  be.rmsnorm_rows(ws.h.data(), L.ffn_norm, T, d, c.rms_eps, ws.xn.data());
+  if (L.is_moe) {
+    DSS_PHASE_SCOPE(kMoe);
+    moe_forward(be, c, L.moe, i_kv, T, ws);  // xn -> tmp
+  } else {
+    DSS_PHASE_SCOPE(kDenseFfn);
+    mlp_forward(be, L.dense, T, ws);  // xn -> tmp
+  }
+  sum_rows(ws.tmp);
+  be.add_rows(ws.tmp.data(), T * d, ws.h.data());
+}
+
+void Model::mtp_forward(const ForwardBatch& b, std::span<const float> prev_hidden, KvCache& kv,
+                        Workspace& ws, float* logits, std::span<float> block_out) const {
+  const ModelConfig& c = cfg_;
+  const int32_t T = b.n_tokens();
+  const int64_t d = c.d_model;
+  DSS_CHECK(has_mtp() && !shard_.sharded(), "mtp_forward without the MTP module");
+  DSS_CHECK(!ws.mtp_in.empty(), "mtp_forward needs WorkspaceLimits::mtp");
+  DSS_CHECK(T <= ws.limits.max_tokens && prev_hidden.size() >= static_cast<size_t>(T * d));
+  DSS_CHECK(static_cast<int32_t>(b.logit_rows.size()) <= ws.limits.max_logit_rows);
+  DSS_CHECK(block_out.empty() || block_out.size() >= static_cast<size_t>(T * d));
+  const CpuBackend& be = *be_;
+  const MtpWeights& m = w_.mtp[0];
+  for (const TokenId id : b.tokens)
+    DSS_CHECK(id >= 0 && id < c.n_vocab, "token id ", id, " out of range");
+  ForwardTrace* const trace = ws.trace;  // routing traces cover the main layers only
+  ws.trace = nullptr;
+  be.embed(m.embed, b.tokens.data(), T, ws.h.data(), 0);
+  for (int32_t t = 0; t < T; ++t) {  // [enorm(embedding) | hnorm(hidden)]
+    float* row = ws.mtp_in.data() + t * 2 * d;
+    be.rmsnorm_rows(ws.h.data() + t * d, m.enorm, 1, d, c.rms_eps, row);
+    be.rmsnorm_rows(prev_hidden.data() + t * d, m.hnorm, 1, d, c.rms_eps, row + d);
+  }
+  be.linear(m.eh_proj, ws.mtp_in.data(), T, ws.h.data(), *ws.backend);
+  layer_forward(be, m.block, c.n_layers, b, kv, ws, AttnPath::kAuto, [](std::span<float>) {});
+  ws.trace = trace;
+  if (!block_out.empty()) std::copy_n(ws.h.data(), T * d, block_out.data());
+  const auto n_out = static_cast<int32_t>(b.logit_rows.size());
+  for (int32_t j = 0; j < n_out; ++j) {
+    const int32_t t = b.logit_rows[static_cast<size_t>(j)];
+    DSS_CHECK(t >= 0 && t < T, "logit row ", t, " out of range");
+    be.rmsnorm_rows(ws.h.data() + t * d, m.head_norm, 1, d, c.rms_eps, ws.logit_in.data() + j * d);
+  }
+  if (n_out > 0) be.linear(m.head, ws.logit_in.data(), n_out, logits, *ws.backend);
+}
+
 template <ModelBackend B, Communicator C>
 void Model::forward_on(const B& be, C& comm, const ForwardBatch& b, KvCache& kv, Workspace& ws,
                        float* logits, AttnPath path) const {
@@ -181,25 +241,11 @@ void Model::forward_on(const B& be, C& comm, const ForwardBatch& b, KvCache& kv,
     ws.trace->experts.assign(static_cast<size_t>(c.n_layers), {});
     ws.trace->index_sel.assign(static_cast<size_t>(c.n_layers), {});
   }
-  for (int32_t i = 0; i < c.n_layers; ++i) {
-    const LayerWeights& L = w_.layers[static_cast<size_t>(i)];
-    be.rmsnorm_rows(ws.h.data(), L.attn_norm, T, d, c.rms_eps, ws.xn.data());
-    {
-      DSS_PHASE_SCOPE(kMla);
-      mla_forward(be, c, rope_, L.mla, i, b, kv, ws, path);  // xn -> tmp
-    }
-    sum_rows(ws.tmp);
-    be.add_rows(ws.tmp.data(), T * d, ws.h.data());
-    be.rmsnorm_rows(ws.h.data(), L.ffn_norm, T, d, c.rms_eps, ws.xn.data());
-    if (L.is_moe) {
-      DSS_PHASE_SCOPE(kMoe);
-      moe_forward(be, c, L.moe, i, T, ws);  // xn -> tmp
-    } else {
-      DSS_PHASE_SCOPE(kDenseFfn);
-      mlp_forward(be, L.dense, T, ws);  // xn -> tmp
-    }
-    sum_rows(ws.tmp);
-    be.add_rows(ws.tmp.data(), T * d, ws.h.data());
+  for (int32_t i = 0; i < c.n_layers; ++i)
+    layer_forward(be, w_.layers[static_cast<size_t>(i)], i, b, kv, ws, path, sum_rows);
+  if (!ws.hidden.empty()) {  // the MTP module's input (mtp_forward)
+    DSS_CHECK(ws.hidden.size() >= static_cast<size_t>(T * d));
+    be.rmsnorm_rows(ws.h.data(), w_.final_norm, T, d, c.rms_eps, ws.hidden.data());
   }
   if (!tp) {
     head_forward(be, c, w_, b, ws, logits);

@@ -40,8 +40,10 @@ class Model {
   const ModelConfig& config() const { return cfg_; }
   const ModelWeights& weights() const { return w_; }
   const Checkpoint& checkpoint() const { return ck_; }
-  // The cache layout for this model with latent storage `dtype` (kF32 | kBF16 | kF8E4M3).
+  // The cache layout for this model with latent storage `dtype` (kF32 | kBF16 | kF8E4M3); with
+  // the MTP module loaded, one layer more (n_layers: the module's).
   KvLayout kv_layout(int32_t page_size, DType dtype = DType::kF32) const;
+  bool has_mtp() const { return !w_.mtp.empty(); }
   // --kv-cache-dtype default: fp8 for V3.2 (the layout its reference simulates), bf16 otherwise.
   DType default_kv_dtype() const;
   int32_t n_threads() const { return be_->n_threads(); }
@@ -63,8 +65,20 @@ class Model {
   // logits: [batch.logit_rows.size(), n_vocab] f32, on every rank of a tensor-parallel group;
   // with ws.logits_to_rank0_only (the engine: only rank 0 samples) on rank 0 only, the other
   // ranks' left untouched.
+  // With ws.limits.mtp, also every token's final-normed hidden state into ws.hidden.
   void forward(const ForwardBatch& batch, KvCache& kv, Workspace& ws, float* logits,
                AttnPath path = AttnPath::kAuto) const;
+
+  // The MTP module (has_mtp(); ws.limits.mtp; one rank): token t of `batch` at position p is
+  // token p + 1 of its sequence, and prev_hidden [n_tokens, d_model] row t the hidden state at
+  // p: the target's final-normed one (ws.hidden of the forward that computed p), or this
+  // module's own block output when chaining drafts. The module's decoder block writes its KV
+  // (cache layer n_layers) at batch.kv_write_slots and attends to its rows of the positions
+  // before. logits [logit_rows, n_vocab]: its head's prediction for position p + 2;
+  // block_out [n_tokens, d_model] (may be empty): the block outputs (before shared_head.norm).
+  // docs/speculative.md says which tensors and why.
+  void mtp_forward(const ForwardBatch& batch, std::span<const float> prev_hidden, KvCache& kv,
+                   Workspace& ws, float* logits, std::span<float> block_out) const;
 
  private:
   Model(ModelConfig cfg, Checkpoint ck) : cfg_(std::move(cfg)), ck_(std::move(ck)), rope_(cfg_) {}
@@ -73,6 +87,10 @@ class Model {
                   float* logits, AttnPath path) const;
   template <Communicator C>
   void gather_logits(C& comm, int32_t n_rows, const Workspace& ws, float* logits) const;
+  // One decoder layer on ws.h (attention and FFN with their residuals); KV layer i_kv.
+  template <ModelBackend B, typename SumRows>
+  void layer_forward(const B& be, const LayerWeights& L, int32_t i_kv, const ForwardBatch& b,
+                     KvCache& kv, Workspace& ws, AttnPath path, SumRows&& sum_rows) const;
 
   ModelConfig cfg_;
   Checkpoint ck_;

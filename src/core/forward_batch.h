@@ -24,6 +24,11 @@ struct ForwardBatch {
   int32_t max_pages = 0;                     // row stride of page_table
   std::span<const int32_t> kv_write_slots;   // [n_tokens]    page * page_size + offset
   std::span<const int32_t> logit_rows;       // [n_out]       which tokens need logits
+  // [n_seqs] or empty (all 0): speculative decoding's draft tokens at the end of each
+  // sequence's tokens. A sequence with drafts is a decode verifying them: its attention takes
+  // the absorbed MLA form as a one-token decode does (model/deepseek/mla.h), so each verified row
+  // is computed as that decode would compute it.
+  std::span<const int32_t> seq_n_draft;
 
   int32_t n_tokens() const { return static_cast<int32_t>(tokens.size()); }
   int32_t n_seqs() const { return static_cast<int32_t>(seq_kv_len.size()); }

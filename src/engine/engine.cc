@@ -93,6 +93,10 @@ Result<int64_t> kv_pool_pages(const EngineOptions& o, const KvLayout& layout,
   return n_pages;
 }
 
+int32_t max_draft_steps(const SpeculativeOptions& s) {
+  return s.algorithm == SpecAlgorithm::kNone ? 0 : s.num_steps;
+}
+
 Status check_speculative(const SpeculativeOptions& s) {
   if (s.algorithm == SpecAlgorithm::kNone) return Status::ok();
   if (s.num_steps < 1 || s.num_steps > 16)
@@ -240,9 +244,9 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& o, MpiComm* 
     impl->sched->set_running_cap(impl->batch_cap->cap());  // slow start from the first step
   }
   impl->stats.batch_cap = impl->sched->running_cap();
+  impl->stats.spec_num_steps = max_draft_steps(o.speculative);
   // A decode verifying a draft needs 1 + K tokens and logit rows.
-  const int32_t max_draft =
-      o.speculative.algorithm == SpecAlgorithm::kNone ? 0 : o.speculative.num_steps;
+  const int32_t max_draft = max_draft_steps(o.speculative);
   const int32_t max_rows = o.max_running_requests * (1 + max_draft);
   const int32_t max_tokens = std::max(o.chunked_prefill_size, max_rows);
   impl->ws = std::make_unique<Workspace>(impl->model->workspace(
@@ -732,6 +736,8 @@ void Engine::Impl::publish_stats(double step_s) {
   stats.spec_draft_tokens = c.spec_draft_tokens;
   stats.spec_accepted_tokens = c.spec_accepted_tokens;
   stats.spec_accepted_per_pos = c.spec_accepted_per_pos;
+  stats.spec_accepted_count = c.spec_accepted_count;
+  if (mtp) stats.spec_draft_seconds = mtp->seconds();
   stats.batch_cap = sched->running_cap();
   if (batch_cap) {
     stats.batch_cap_raises = batch_cap->n_raises();

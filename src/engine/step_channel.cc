@@ -14,7 +14,7 @@ StepChannel::StepChannel(MpiComm& group, size_t max_words) : group_(group) {
 
 size_t StepChannel::payload_words(int64_t n_tokens, int64_t n_seqs, int64_t max_pages,
                                   int64_t n_logit_rows) {
-  return static_cast<size_t>(3 * n_tokens + 2 * n_seqs + 1 + n_seqs * max_pages + n_logit_rows);
+  return static_cast<size_t>(3 * n_tokens + 3 * n_seqs + 1 + n_seqs * max_pages + n_logit_rows);
 }
 
 void StepChannel::send(const ForwardBatch& b) {
@@ -31,6 +31,12 @@ void StepChannel::send(const ForwardBatch& b) {
   for (const auto& part : {b.tokens, b.positions, b.seq_token_begin, b.seq_kv_len, b.page_table,
                            b.kv_write_slots, b.logit_rows})
     words_.insert(words_.end(), part.begin(), part.end());
+  if (b.seq_n_draft.empty()) {
+    words_.insert(words_.end(), static_cast<size_t>(b.n_seqs()), 0);
+  } else {
+    DSS_CHECK(b.seq_n_draft.size() == static_cast<size_t>(b.n_seqs()));
+    words_.insert(words_.end(), b.seq_n_draft.begin(), b.seq_n_draft.end());
+  }
   DSS_CHECK(words_.size() == n, "step payload of ", words_.size(), " words, ", n, " expected");
   group_.broadcast(std::span<int32_t>(words_), 0);
 }
@@ -66,6 +72,7 @@ std::optional<ForwardBatch> StepChannel::receive() {
   b.max_pages = P;
   b.kv_write_slots = take(static_cast<size_t>(T));
   b.logit_rows = take(static_cast<size_t>(L));
+  b.seq_n_draft = take(static_cast<size_t>(S));
   return b;
 }
 

@@ -4,7 +4,8 @@
 // latent cache written at the same slots, in lockstep (the forward's collectives pair up).
 // Wire format, two broadcasts per step from rank 0: a header of kHeaderWords int32 words
 // {kind, n_tokens, n_seqs, max_pages, n_logit_rows, 0...}, then the arrays back to back as int32
-// words: tokens, positions, seq_token_begin, seq_kv_len, page_table, kv_write_slots, logit_rows.
+// words: tokens, positions, seq_token_begin, seq_kv_len, page_table, kv_write_slots, logit_rows,
+// seq_n_draft (zeros when the batch has none).
 // A stop is one header of kind kStop.
 // Thread-safety: one thread per channel (the engine thread; MPI is started kSerialized).
 #pragma once

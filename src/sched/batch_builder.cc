@@ -13,6 +13,7 @@ const ForwardBatch& BatchBuilder::build(const StepPlan& plan) {
   kv_len_.clear();
   slots_.clear();
   logit_rows_.clear();
+  n_draft_.clear();
   int32_t max_pages = 1;
   for (const ScheduledSeq& q : plan.seqs) max_pages = std::max(max_pages, q.n_pages);
   page_table_.assign(plan.seqs.size() * static_cast<size_t>(max_pages), kNoPage);
@@ -32,6 +33,7 @@ const ForwardBatch& BatchBuilder::build(const StepPlan& plan) {
     for (int32_t r = end - q.n_logit_rows(); r < end; ++r) logit_rows_.push_back(r);
     seq_begin_.push_back(static_cast<int32_t>(tokens_.size()));
     kv_len_.push_back(q.n_computed + q.n_new);
+    n_draft_.push_back(q.n_draft);
   }
   batch_.tokens = tokens_;
   batch_.positions = positions_;
@@ -41,6 +43,7 @@ const ForwardBatch& BatchBuilder::build(const StepPlan& plan) {
   batch_.max_pages = max_pages;
   batch_.kv_write_slots = slots_;
   batch_.logit_rows = logit_rows_;
+  batch_.seq_n_draft = n_draft_;
   return batch_;
 }
 

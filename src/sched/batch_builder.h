@@ -19,7 +19,7 @@ class BatchBuilder {
  private:
   int32_t page_size_;
   std::vector<TokenId> tokens_;
-  std::vector<int32_t> positions_, seq_begin_, kv_len_, slots_, logit_rows_;
+  std::vector<int32_t> positions_, seq_begin_, kv_len_, slots_, logit_rows_, n_draft_;
   std::vector<PageId> page_table_;
   ForwardBatch batch_;
 };

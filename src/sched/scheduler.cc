@@ -284,6 +284,10 @@ void Scheduler::count_draft(int32_t n_draft, int32_t n_accepted) {
   std::vector<int64_t>& per_pos = counters_.spec_accepted_per_pos;
   if (static_cast<int32_t>(per_pos.size()) < n_draft) per_pos.resize(static_cast<size_t>(n_draft));
   for (int32_t k = 0; k < n_accepted; ++k) per_pos[static_cast<size_t>(k)]++;
+  std::vector<int64_t>& count = counters_.spec_accepted_count;
+  if (static_cast<int32_t>(count.size()) <= n_accepted)
+    count.resize(static_cast<size_t>(n_accepted) + 1);
+  count[static_cast<size_t>(n_accepted)]++;
 }
 
 // Releases the pages past the ones the sequence's tokens need (a rejected draft's, or a

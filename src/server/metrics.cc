@@ -122,6 +122,7 @@ std::string Metrics::render(const EngineStats& s, double now_s) {
 
   render_gauges(s, now_s, out);
   if (!s.ranks.empty()) render_ranks(s, out);
+  if (s.spec_num_steps > 0) render_spec(s, out);
 
   head(out, p + "time_to_first_token_seconds", "histogram", "Arrival to first token.");
   ttft_.render(p + "time_to_first_token_seconds", out);
@@ -132,6 +133,44 @@ std::string Metrics::render(const EngineStats& s, double now_s) {
   head(out, p + "request_queue_time_seconds", "histogram", "Arrival to first scheduled.");
   queue_.render(p + "request_queue_time_seconds", out);
   return out;
+}
+
+// Speculative decoding (vLLM's spec_decode names): drafts, their tokens, the accepted ones (per
+// position), and the acceptance length (1 + accepted drafts per verify step) as a histogram.
+void Metrics::render_spec(const EngineStats& s, std::string& out) {
+  const std::string p = "dsserve:spec_decode_";
+  head(out, p + "num_drafts_total", "counter", "Decode steps that verified a draft.");
+  sample(out, p + "num_drafts_total", static_cast<double>(s.spec_drafts));
+  head(out, p + "num_draft_tokens_total", "counter", "Draft tokens verified.");
+  sample(out, p + "num_draft_tokens_total", static_cast<double>(s.spec_draft_tokens));
+  head(out, p + "num_accepted_tokens_total", "counter", "Draft tokens accepted.");
+  sample(out, p + "num_accepted_tokens_total", static_cast<double>(s.spec_accepted_tokens));
+  head(out, p + "num_accepted_tokens_per_pos_total", "counter",
+       "Drafts whose token at this position (0 = first) was accepted.");
+  for (int32_t k = 0; k < s.spec_num_steps; ++k) {
+    const auto kk = static_cast<size_t>(k);
+    sample(out, p + "num_accepted_tokens_per_pos_total",
+           kk < s.spec_accepted_per_pos.size() ? static_cast<double>(s.spec_accepted_per_pos[kk])
+                                               : 0.0,
+           "position=\"" + std::to_string(k) + "\"");
+  }
+  head(out, p + "acceptance_length", "histogram",
+       "Tokens a verify step produced (1 + its accepted draft tokens).");
+  int64_t cumulative = 0, sum = 0;
+  for (int32_t j = 0; j <= s.spec_num_steps; ++j) {
+    const auto jj = static_cast<size_t>(j);
+    const int64_t n = jj < s.spec_accepted_count.size() ? s.spec_accepted_count[jj] : 0;
+    cumulative += n;
+    sum += n * (j + 1);
+    sample(out, p + "acceptance_length_bucket", static_cast<double>(cumulative),
+           "le=\"" + std::to_string(j + 1) + "\"");
+  }
+  sample(out, p + "acceptance_length_bucket", static_cast<double>(cumulative), "le=\"+Inf\"");
+  sample(out, p + "acceptance_length_sum", static_cast<double>(sum));
+  sample(out, p + "acceptance_length_count", static_cast<double>(cumulative));
+  head(out, p + "draft_seconds_total", "counter",
+       "Wall seconds the drafter ran (the MTP module's forwards).");
+  sample(out, p + "draft_seconds_total", s.spec_draft_seconds);
 }
 
 // Tensor parallel: one series per rank (label `rank`), as of the engine's last exchange.

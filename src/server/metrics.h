@@ -66,6 +66,7 @@ class Metrics {
  private:
   void render_gauges(const EngineStats& s, double now_s, std::string& out);
   void render_ranks(const EngineStats& s, std::string& out);
+  void render_spec(const EngineStats& s, std::string& out);
 
   std::mutex mu_;
   int64_t prompt_tokens_ = 0, generation_tokens_ = 0;

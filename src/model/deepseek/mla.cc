@@ -37,7 +37,9 @@ void attend(const B& be, const ModelConfig& c, const MlaWeights& w, int32_t i_la
     if (t_end == t_begin) continue;
     DSS_CHECK(L <= ws.limits.max_kv_len, "kv_len ", L, " > workspace ", ws.limits.max_kv_len);
     if (w.has_indexer) indexer_select(be, c, i_layer, b, s, kv, ws);
-    const bool naive = path == AttnPath::kNaive || (path == AttnPath::kAuto && t_end - t_begin > 1);
+    const bool verify = !b.seq_n_draft.empty() && b.seq_n_draft[static_cast<size_t>(s)] > 0;
+    const bool naive =
+        path == AttnPath::kNaive || (path == AttnPath::kAuto && t_end - t_begin > 1 && !verify);
     if (naive) {
       be.mla_prefill(a, s, *ws.backend);
       continue;

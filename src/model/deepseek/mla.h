@@ -19,7 +19,8 @@ namespace dss {
 
 // Which MLA form a sequence uses. kAuto: naive (expanded K/V, "MHA mode") for prefill chunks of
 // more than one token, absorbed (attention over the cached 512+64 latent, "MQA mode") for
-// single-token decode. The forced modes exist for tests (the two must agree).
+// single-token decode and for a decode verifying a draft (ForwardBatch::seq_n_draft). The forced
+// modes exist for tests (the two must agree).
 enum class AttnPath { kAuto, kNaive, kAbsorbed };
 
 // Reads ws.xn [T, d_model], writes ws.tmp [T, d_model] and the step's cache rows of layer i_layer.

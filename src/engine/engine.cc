@@ -249,9 +249,15 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& o, MpiComm* 
   const int32_t max_draft = max_draft_steps(o.speculative);
   const int32_t max_rows = o.max_running_requests * (1 + max_draft);
   const int32_t max_tokens = std::max(o.chunked_prefill_size, max_rows);
-  impl->ws = std::make_unique<Workspace>(impl->model->workspace(
-      WorkspaceLimits{max_tokens, impl->context_length, max_rows, impl->model->n_threads(),
-                      impl->model->act_quant_fp8()}));
+  WorkspaceLimits limits{max_tokens, impl->context_length, max_rows, impl->model->n_threads(),
+                         impl->model->act_quant_fp8()};
+  limits.mtp = impl->model->has_mtp();
+  impl->ws = std::make_unique<Workspace>(impl->model->workspace(limits));
+  if (impl->model->has_mtp()) {
+    impl->mtp = std::make_unique<MtpDrafter>(*impl->model, *impl->kv, *impl->ws, o.page_size,
+                                             o.speculative.num_steps, o.max_running_requests,
+                                             max_tokens, impl->context_length);
+  }
   impl->ws->logits_to_rank0_only = true;  // rank 0 samples and sends the next steps' tokens
   impl->sampler = std::make_unique<Sampler>(c.n_vocab);
   impl->builder = BatchBuilder(o.page_size);
@@ -267,6 +273,11 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& o, MpiComm* 
            " pages x ", o.page_size, " tokens (",
            static_cast<double>(n_pages * static_cast<int64_t>(layout.bytes_per_page())) / (1 << 20),
            " MiB)");
+  if (max_draft > 0) {
+    log_info("engine: speculative decoding, ",
+             impl->mtp ? "drafts from the MTP module (NEXTN)" : "prompt-lookup drafts (NGRAM)",
+             ", ", max_draft, " draft tokens per decode step");
+  }
   if (impl->tp_group != nullptr) {
     const int32_t max_seqs = o.max_running_requests + 1;
     const int32_t max_pages = (impl->context_length + o.page_size - 1) / o.page_size + 1;

@@ -3,7 +3,8 @@
 # binary: 32 concurrent greedy requests of mixed lengths (prompts 3-120 tokens, 4-24 new tokens;
 # golden tiny-v3 and tiny-v32, --matmul-dtype f32) through `mpirun -np 2 dsserve generate
 # --tp-size 2` (and --ep-size 2), `-np 2 ... --dp-size 2` and `-np 4 ... --tp-size 2 --dp-size 2`
-# give token for token what one process gives; world rank 0 alone prints, in input order.
+# give token for token what one process gives; world rank 0 alone prints, in input order. The
+# last configuration verifies prompt-lookup drafts under TP 2 (the step channel carries them).
 # Usage: tp_generate_test.sh DSSERVE DATA_DIR
 set -uo pipefail
 bin="$1" data="$2"
@@ -26,7 +27,8 @@ for model in tiny-v3 tiny-v32; do
   common=(generate --model "$data/golden/$model" --requests "$tmp/req.jsonl" --matmul-dtype f32
           --threads 1 --max-running-requests 16 --chunked-prefill-size 64 --page-size 16)
   "$bin" "${common[@]}" >"$tmp/one.jsonl" 2>"$tmp/one.err" || { cat "$tmp/one.err"; exit 1; }
-  for cfg in "2 --tp-size 2" "2 --tp-size 2 --ep-size 2" "2 --dp-size 2" "4 --tp-size 2 --dp-size 2"; do
+  for cfg in "2 --tp-size 2" "2 --tp-size 2 --ep-size 2" "2 --dp-size 2" "4 --tp-size 2 --dp-size 2" \
+    "2 --tp-size 2 --speculative-algorithm ngram --speculative-num-steps 3"; do
     read -r np flags <<<"$cfg"
     name="$model np $np $flags"
     # shellcheck disable=SC2086  # flags is a list

@@ -112,7 +112,8 @@ int run_generate(GenerateArgs& a) {
   }
   const EngineStats st = (*engine)->stats();
   std::vector<int64_t> totals = {st.prompt_tokens_computed, st.generation_tokens,
-                                 st.prefix_hit_tokens, st.steps};
+                                 st.prefix_hit_tokens,      st.steps,
+                                 st.spec_draft_tokens,      st.spec_accepted_tokens};
   std::vector<std::string> out;
   if (par->leaders) {
     out = gather_lines(*par->leaders, lines, requests.size());
@@ -128,6 +129,11 @@ int run_generate(GenerateArgs& a) {
                requests.size(), now_seconds() - t_start, par->dp_size,
                static_cast<long long>(totals[0]), static_cast<long long>(totals[1]),
                static_cast<long long>(totals[2]), static_cast<long long>(totals[3]));
+  if (st.spec_num_steps > 0) {
+    std::fprintf(stderr,
+                 "generate: speculative decoding: %lld draft tokens verified, %lld accepted\n",
+                 static_cast<long long>(totals[4]), static_cast<long long>(totals[5]));
+  }
   return 0;
 }
 

@@ -34,10 +34,10 @@ int run_bench_model_cmd(const perf::BenchModelOptions& a) {
     return 2;
   }
   if (par->rank() != 0 && std::freopen("/dev/null", "w", stdout) == nullptr) return 1;
-  auto loaded =
-      Model::load(LoadOptions{a.model, a.n_threads, a.weight_dtype, ActQuant::kNone,
-                              a.weight_layout, a.lm_head_dtype, a.matmul_dtype, pa.ep_size > 1},
-                  par->tp_group());
+  auto loaded = Model::load(
+      LoadOptions{a.model, a.n_threads, a.weight_dtype, ActQuant::kNone, a.weight_layout,
+                  a.lm_head_dtype, a.matmul_dtype, pa.ep_size > 1, a.speculative},
+      par->tp_group());
   if (!loaded) {
     std::fprintf(stderr, "dsserve bench-model: %s\n", loaded.message().c_str());
     return 1;
@@ -103,6 +103,22 @@ void register_bench_model_command(CLI::App& app) {
                   "the phases are also reported per variant (phases_per_variant; implies "
                   "--phase-times)")
       ->check(CLI::Range(1, kMaxPhaseVariants))
+      ->capture_default_str();
+  cmd->add_option_function<std::string>(
+         "--speculative-algorithm", [a](const std::string& v) { a->speculative = v != "none"; },
+         "nextn: also time the steps of MTP speculative decoding (verify, the module's catch-up "
+         "and chained draft steps) against a plain decode step, and the speedup they imply at "
+         "acceptance rates 0.6 / 0.8 / 0.9 (the checkpoint needs the MTP module)")
+      ->check(CLI::IsMember({"none", "nextn"}, CLI::ignore_case));
+  cmd->add_option("--speculative-num-steps", a->spec_steps, "Draft tokens per verify step (K)")
+      ->check(CLI::Range(1, 16))
+      ->capture_default_str();
+  cmd->add_option("--spec-batch", a->spec_batch, "Batch sizes of the speculative step timings")
+      ->delimiter(',')
+      ->capture_default_str();
+  cmd->add_option("--spec-context", a->spec_context,
+                  "Cached tokens per sequence during the speculative step timings")
+      ->check(CLI::PositiveNumber)
       ->capture_default_str();
   add_parallel_flags(cmd, parallel_args());
   cmd->callback([a] { exit_code = run_bench_model_cmd(*a); });

@@ -21,16 +21,20 @@ BatchDriver::BatchDriver(const Model& model, int32_t n_seqs, int32_t max_len, in
       kv_(model.make_kv_cache(model.kv_layout(page_size, kv_dtype),
                               n_seqs * ((max_len + page_size - 1) / page_size))),
       ws_(model.workspace(WorkspaceLimits{n_seqs * std::min(max_new, max_len), max_len, n_seqs,
-                                          model.n_threads(), model.act_quant_fp8()})) {
+                                          model.n_threads(), model.act_quant_fp8(), 1,
+                                          model.has_mtp()})) {
   DSS_CHECK(n_seqs >= 1 && max_len >= 1 && max_new >= 1 && page_size >= 1);
   page_table_.resize(static_cast<size_t>(n_seqs_) * pages_per_seq_);
   for (size_t i = 0; i < page_table_.size(); ++i) page_table_[i] = static_cast<PageId>(i);
   logits_.resize(static_cast<size_t>(n_seqs_) * model.config().n_vocab);
   begin_.resize(static_cast<size_t>(n_seqs_) + 1);
   kv_len_.resize(static_cast<size_t>(n_seqs_));
+  n_draft_.resize(static_cast<size_t>(n_seqs_));
+  if (model.has_mtp())
+    hidden_.resize(static_cast<size_t>(n_seqs_) * max_new_ * model.config().d_model);
 }
 
-const float* BatchDriver::step(std::span<const TokenId> tokens, int32_t n_new) {
+const float* BatchDriver::step(std::span<const TokenId> tokens, int32_t n_new, bool verify) {
   DSS_CHECK(n_new >= 1 && n_new <= max_new_, "n_new=", n_new, " max_new=", max_new_);
   DSS_CHECK(static_cast<int64_t>(tokens.size()) == int64_t{n_seqs_} * n_new);
   DSS_CHECK(length_ + n_new <= max_len_, "length ", length_ + n_new, " > max_len ", max_len_);
@@ -60,8 +64,46 @@ const float* BatchDriver::step(std::span<const TokenId> tokens, int32_t n_new) {
   b.max_pages = pages_per_seq_;
   b.kv_write_slots = slots_;
   b.logit_rows = rows_;
+  std::fill(n_draft_.begin(), n_draft_.end(), verify ? n_new - 1 : 0);
+  b.seq_n_draft = n_draft_;
   model_.forward(b, kv_, ws_, logits_.data());
   length_ += n_new;
+  last_new_ = n_new;
+  return logits_.data();
+}
+
+const float* BatchDriver::mtp_step(std::span<const TokenId> tokens, int32_t n_new) {
+  DSS_CHECK(model_.has_mtp() && n_new >= 1 && n_new <= last_new_, "n_new=", n_new);
+  DSS_CHECK(static_cast<int64_t>(tokens.size()) == int64_t{n_seqs_} * n_new);
+  const auto d = static_cast<size_t>(model_.config().d_model);
+  const size_t n_tok = tokens.size();
+  positions_.resize(n_tok);
+  slots_.resize(n_tok);
+  for (int32_t s = 0; s < n_seqs_; ++s) {
+    for (int32_t i = 0; i < n_new; ++i) {
+      const int32_t pos = length_ - n_new + i;
+      const size_t t = static_cast<size_t>(s) * n_new + i;
+      positions_[t] = pos;
+      const PageId page = page_table_[static_cast<size_t>(s) * pages_per_seq_ + pos / page_size_];
+      slots_[t] = page * page_size_ + pos % page_size_;
+      const size_t src = static_cast<size_t>(s) * last_new_ + (last_new_ - n_new + i);
+      std::copy_n(ws_.hidden.data() + src * d, d, hidden_.data() + t * d);
+    }
+    begin_[static_cast<size_t>(s)] = s * n_new;
+    kv_len_[static_cast<size_t>(s)] = length_;
+    rows_[static_cast<size_t>(s)] = s * n_new + n_new - 1;
+  }
+  begin_[static_cast<size_t>(n_seqs_)] = n_seqs_ * n_new;
+  ForwardBatch b;
+  b.tokens = tokens;
+  b.positions = positions_;
+  b.seq_token_begin = begin_;
+  b.seq_kv_len = kv_len_;
+  b.page_table = page_table_;
+  b.max_pages = pages_per_seq_;
+  b.kv_write_slots = slots_;
+  b.logit_rows = rows_;
+  model_.mtp_forward(b, hidden_, kv_, ws_, logits_.data(), {});
   return logits_.data();
 }
 

@@ -23,7 +23,13 @@ class BatchDriver {
 
   // tokens: [n_seqs, n_new] row-major, sequence-major; 1 <= n_new <= max_new and
   // length() + n_new <= max_len. Returns the logits [n_seqs, n_vocab] (valid until the next step).
-  const float* step(std::span<const TokenId> tokens, int32_t n_new);
+  // verify: each sequence's last n_new - 1 tokens are a draft being verified
+  // (ForwardBatch::seq_n_draft: the absorbed MLA form, as the engine's verify steps).
+  const float* step(std::span<const TokenId> tokens, int32_t n_new, bool verify = false);
+  // The MTP module (the model has it) over the last n_new positions of every sequence, which the
+  // last step computed, with that step's final-normed hidden states: n_new <= that step's n_new;
+  // tokens [n_seqs, n_new] (each position's next token). Logits of each sequence's last row.
+  const float* mtp_step(std::span<const TokenId> tokens, int32_t n_new);
   // Forgets everything after the first `length` tokens of every sequence (0: empty cache).
   void truncate(int32_t length);
   // Benchmarks only: makes every sequence `length` tokens long (<= max_len) by writing random
@@ -47,7 +53,9 @@ class BatchDriver {
   Workspace ws_;
   std::vector<PageId> page_table_;  // [n_seqs, pages_per_seq]
   std::vector<float> logits_;       // [n_seqs, n_vocab]
-  std::vector<int32_t> positions_, slots_, rows_, begin_, kv_len_;
+  std::vector<int32_t> positions_, slots_, rows_, begin_, kv_len_, n_draft_;
+  std::vector<float> hidden_;  // mtp_step's input rows [n_seqs * n_new, d_model]
+  int32_t last_new_ = 0;       // n_new of the last step
 };
 
 }  // namespace dss::perf

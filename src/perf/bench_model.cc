@@ -235,6 +235,28 @@ void report_batches(State& s) {
   for (BatchRow& r : s.batch_rows) report_batch(s, r);
 }
 
+// MTP speculative decoding: each step kind against a plain decode step, and the speedup the
+// step times imply at acceptance rates 0.6 / 0.8 / 0.9 (tokens per cycle x plain step / cycle).
+void report_spec(State& s) {
+  const int32_t k = s.a.spec_steps;
+  for (const SpecStepTimes& t : s.spec) {
+    OrderedJson& j = s.j["speculative"][str_cat("bs", t.batch)];
+    j["num_steps"] = k;
+    j["context"] = s.a.spec_context;
+    j["plain_step_ms"] = t.plain_ms;
+    j["verify_step_ms"] = t.verify_ms;
+    j["verify_vs_plain"] = t.verify_ms / t.plain_ms;
+    j["mtp_catchup_ms"] = t.catchup_ms;
+    j["mtp_draft_step_ms"] = t.draft_ms;
+    j["mtp_draft_vs_plain"] = t.draft_ms / t.plain_ms;
+    j["cycle_ms"] = t.cycle_ms(k);
+    for (double alpha : {0.6, 0.8, 0.9}) {
+      j[str_cat("implied_speedup_at_", static_cast<int>(alpha * 100))] =
+          expected_tokens_per_cycle(alpha, k) * t.plain_ms / t.cycle_ms(k);
+    }
+  }
+}
+
 void report_contexts(State& s) {
   for (const auto& [cl, r] : s.ctx) {
     s.j[str_cat("decode_ctx_", cl, "_prefill_s")] = r.first;
@@ -260,9 +282,11 @@ void run_bench_model(const Model& m, const BenchModelOptions& a) {
   run_prefill_tests(s, rng);
   run_decode_tests(s, rng);
   run_context_tests(s, rng);
+  if (a.speculative) s.spec = bench_spec_steps(m, a, rng);
   report_rooflines(s);
   report_batches(s);
   report_contexts(s);
+  report_spec(s);
   if (a.json) {
     std::cout << s.j.dump(2) << "\n";
     return;

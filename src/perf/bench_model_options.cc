@@ -20,6 +20,9 @@ Status validate(const BenchModelOptions& a) {
   if (a.context_chunk < 1) return Status::error("--context-chunk must be >= 1");
   if (a.repetitions < 1) return Status::error("--repetitions must be >= 1");
   if (a.bandwidth_mib < 1) return Status::error("--bandwidth-mib must be >= 1");
+  DSS_RETURN_IF_ERROR(positive(a.spec_batch, "--spec-batch"));
+  if (a.spec_steps < 1) return Status::error("--speculative-num-steps must be >= 1");
+  if (a.spec_context < 1) return Status::error("--spec-context must be >= 1");
   if (a.ab_variants < 1 || a.ab_variants > kMaxPhaseVariants)
     return Status::error("--ab-variants must be 1..", kMaxPhaseVariants);
   return Status::ok();

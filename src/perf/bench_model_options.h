@@ -36,6 +36,12 @@ struct BenchModelOptions {
   int32_t ab_variants = 1;       // --ab-variants: forward calls alternate variants (phase_timer.h)
   bool context_only = false;     // --context-only: skip the pp and tg tests
   std::string context_fill = "prefill";  // prefill | synthetic (diagnostic, BatchDriver)
+  // --speculative-algorithm nextn: also time the steps of MTP speculative decoding
+  // (spec_runs.h) at these batch sizes, K draft tokens, every sequence at spec_context tokens.
+  bool speculative = false;
+  int32_t spec_steps = 2;                     // --speculative-num-steps
+  std::vector<int32_t> spec_batch = {1, 16};  // --spec-batch
+  int32_t spec_context = 256;                 // --spec-context
 };
 
 // Ok, or the first flag out of range ("--decode-tokens must be >= 1"). --prefill must not be

@@ -14,6 +14,7 @@
 #include "perf/active_bytes.h"
 #include "perf/bench_model_options.h"
 #include "perf/decode_flops.h"
+#include "perf/spec_runs.h"
 #include "perf/stats.h"
 #include "tensor/dtype.h"
 
@@ -49,9 +50,10 @@ struct BenchModelState {
   std::vector<BatchRow> batch_rows;     // one per batch size
   std::vector<std::pair<int32_t, std::pair<double, Stat>>> ctx;  // (C, (prefill s, TPOT ms))
   double roofline = 0;                                           // batch 1, tok/s at bw
-  bool bf16_arith = false;  // the matmuls run the bf16 dot (else f32 FMA): the bound's peak
-  double peak = 0;          // bf16_peak or fma_peak
-  double bs1_bound_s = 0;   // batch 1's bound (s per step); 0: batch 1 not in the run
+  bool bf16_arith = false;          // the matmuls run the bf16 dot (else f32 FMA): the bound's peak
+  double peak = 0;                  // bf16_peak or fma_peak
+  double bs1_bound_s = 0;           // batch 1's bound (s per step); 0: batch 1 not in the run
+  std::vector<SpecStepTimes> spec;  // --speculative-algorithm nextn, per spec batch
 };
 
 // The tables of a finished run on stdout (without --json).

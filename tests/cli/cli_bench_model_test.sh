@@ -450,6 +450,26 @@ assert {k: v for k, v in a.items() if k != 'lm_head'} == {k: v for k, v in b.ite
 "$bin" bench-model --model "$tmp/tiny" --lm-head-dtype fp4 >"$tmp/e0" 2>&1; rc=$?
 check "bad --lm-head-dtype is rejected and named" grep -q -- "--lm-head-dtype" "$tmp/e0"
 
+# --speculative-algorithm nextn on a checkpoint with the MTP module: the step timings of MTP
+# speculative decoding per batch size, positive, with the implied speedups derived from them.
+"$bin" init-model --preset tiny --out "$tmp/mtp" --vocab-size 1000 --seed 3 --mtp-layers 1 \
+  >/dev/null 2>&1
+"$bin" bench-model --model "$tmp/mtp" "${small[@]}" --json --speculative-algorithm nextn \
+  --speculative-num-steps 3 --spec-batch 1,3 --spec-context 20 >"$tmp/spec.json" 2>"$tmp/spec.err"
+check "bench-model --speculative-algorithm nextn" /usr/bin/python3 -c "
+import json; s=json.load(open('$tmp/spec.json'))['speculative']
+assert sorted(s) == ['bs1', 'bs3'], sorted(s)
+for b in s.values():
+    assert b['num_steps'] == 3 and b['context'] == 20
+    for k in ('plain_step_ms', 'verify_step_ms', 'mtp_catchup_ms', 'mtp_draft_step_ms'):
+        assert b[k] > 0, (k, b[k])
+    cycle = b['verify_step_ms'] + b['mtp_catchup_ms'] + 2 * b['mtp_draft_step_ms']
+    assert abs(b['cycle_ms'] - cycle) < 1e-9 * cycle
+    e = 1 + 0.8 + 0.8 ** 2 + 0.8 ** 3
+    assert abs(b['implied_speedup_at_80'] - e * b['plain_step_ms'] / cycle) < 1e-9"
+"$bin" bench-model --model "$tmp/tiny" "${small[@]}" --speculative-algorithm nextn >"$tmp/e3" 2>&1
+check "nextn without the MTP module is explained" grep -q "num_nextn_predict_layers 0" "$tmp/e3"
+
 # Bad flags: exit 2 with the flag named.
 "$bin" bench-model --model "$tmp/tiny" --decode-batch 0 >"$tmp/e1" 2>&1; rc=$?
 check "bad --decode-batch exits 2" test $rc -eq 2

@@ -40,6 +40,29 @@ async function complete(client, prompt, i, stream, sampled) {
   return { text, usage: null };
 }
 
+// Stop strings cut every server's output at the same place: a stop taken from inside the plain
+// server's own greedy reply (the text, finish reason and token count must agree).
+async function stopped(client, prompt, i, stop) {
+  const r = await client.completions.create({ model, prompt, max_tokens: 30, temperature: 0, stop });
+  return { text: r.choices[0].text, finish: r.choices[0].finish_reason,
+    usage: r.usage.completion_tokens };
+}
+
+let n_stops = 0;
+const plainFull = await Promise.all(prompts.map((p) => clients[0].client.completions.create(
+  { model, prompt: p, max_tokens: 30, temperature: 0 })));
+for (let i = 0; i < prompts.length; ++i) {
+  const text = plainFull[i].choices[0].text;
+  if (text.length < 12) continue;
+  const stop = [text.slice(8, 11)];
+  const rs = await Promise.all(clients.map(({ client }) => stopped(client, prompts[i], i, stop)));
+  assert.equal(rs[0].finish, 'stop');
+  for (let s = 1; s < clients.length; ++s) assert.deepEqual(rs[s], rs[0], `stop on prompt ${i}`);
+  ++n_stops;
+}
+assert.ok(n_stops >= 8, `only ${n_stops} replies long enough for a stop string`);
+console.log(`ok   ${n_stops} greedy completions cut by a stop string equal on every server`);
+
 for (const sampled of [false, true]) {
   for (const stream of [false, true]) {
     const results = await Promise.all(clients.map(({ client }) =>

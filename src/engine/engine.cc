@@ -244,9 +244,9 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& o, MpiComm* 
     impl->sched->set_running_cap(impl->batch_cap->cap());  // slow start from the first step
   }
   impl->stats.batch_cap = impl->sched->running_cap();
-  impl->stats.spec_num_steps = max_draft_steps(o.speculative);
   // A decode verifying a draft needs 1 + K tokens and logit rows.
   const int32_t max_draft = max_draft_steps(o.speculative);
+  impl->stats.spec_num_steps = max_draft;
   const int32_t max_rows = o.max_running_requests * (1 + max_draft);
   const int32_t max_tokens = std::max(o.chunked_prefill_size, max_rows);
   WorkspaceLimits limits{max_tokens, impl->context_length, max_rows, impl->model->n_threads(),

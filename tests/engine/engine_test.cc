@@ -199,21 +199,27 @@ TEST(Engine, NgramSpeculativeSampledEqualsPlainPerSeed) {
   }
 }
 
+// DeepSeek's reference greedy continuations, with and without prompt-lookup drafting.
 TEST(Engine, GoldenPromptsGiveReferenceGreedyContinuations) {
-  auto e = Engine::create(opts(64));
-  ASSERT_TRUE(e.is_ok());
-  auto j = load_json_file(kModel + "/golden.json");
-  ASSERT_TRUE(j.is_ok());
-  EventCollector col;
-  std::vector<std::pair<RequestId, std::vector<TokenId>>> want;
-  for (const Json& c : (*j)["cases"]) {
-    auto id = (*e)->submit(greedy(c["prompt"].get<std::vector<TokenId>>(), 8), col.sink());
-    ASSERT_TRUE(id.is_ok());
-    want.emplace_back(*id, c["greedy"]["tokens"].get<std::vector<TokenId>>());
+  for (const SpecAlgorithm spec : {SpecAlgorithm::kNone, SpecAlgorithm::kNgram}) {
+    EngineOptions o = opts(64);
+    o.speculative.algorithm = spec;
+    o.speculative.num_steps = 3;
+    auto e = Engine::create(o);
+    ASSERT_TRUE(e.is_ok());
+    auto j = load_json_file(kModel + "/golden.json");
+    ASSERT_TRUE(j.is_ok());
+    EventCollector col;
+    std::vector<std::pair<RequestId, std::vector<TokenId>>> want;
+    for (const Json& c : (*j)["cases"]) {
+      auto id = (*e)->submit(greedy(c["prompt"].get<std::vector<TokenId>>(), 8), col.sink());
+      ASSERT_TRUE(id.is_ok());
+      want.emplace_back(*id, c["greedy"]["tokens"].get<std::vector<TokenId>>());
+    }
+    col.wait_done(static_cast<int>(want.size()));
+    for (const auto& [id, tokens] : want) EXPECT_EQ(col.get(id).tokens, tokens);
+    expect_pages_accounted(**e);
   }
-  col.wait_done(static_cast<int>(want.size()));
-  for (const auto& [id, tokens] : want) EXPECT_EQ(col.get(id).tokens, tokens);
-  expect_pages_accounted(**e);
 }
 
 TEST(Engine, PrefixCacheHitComputesOnlyNewTokens) {

@@ -15,6 +15,7 @@
 #include "engine/engine.h"
 #include "engine/event_collector.h"
 #include "engine/mtp_drafter.h"
+#include "io/json.h"
 #include "model/deepseek/random_checkpoint.h"
 #include "model/runtime/logits_probe.h"
 #include "model/runtime/sequence_runner.h"
@@ -23,7 +24,7 @@
 namespace dss {
 namespace {
 
-constexpr int32_t kVocab = 1000;
+constexpr int32_t kVocab = 2048;  // the golden prompts' ids fit
 
 // A tiny checkpoint of `preset` with an MTP module, written once per test binary.
 std::string mtp_model(const std::string& preset) {
@@ -126,8 +127,9 @@ TEST(MtpDrafter, DraftsEqualTheModuleRunOnceOverTheSequenceV32) {
   drafts_match_one_shot("tiny-v32");
 }
 
-// 32 greedy requests (prompts 1..150 tokens, 1..40 new tokens, staggered) through an engine with
-// MTP drafting K tokens: each request's tokens equal its greedy decode alone without MTP.
+// 32 greedy requests (prompts 1..150 tokens, 1..40 new tokens) and the golden tiny-v3 prompts
+// (1..300 tokens, 24 new tokens) through an engine with MTP drafting K tokens: each request's
+// tokens equal its greedy decode alone without MTP.
 void mtp_greedy_equals_alone(const std::string& preset, int32_t k) {
   const std::string dir = mtp_model(preset);
   LoadOptions lo{dir};
@@ -168,7 +170,20 @@ void mtp_greedy_equals_alone(const std::string& preset, int32_t k) {
     ASSERT_TRUE(id.is_ok()) << id.message();
     subs.push_back({*id, s.prompt, s.n});
   }
-  col.wait_done(32);
+  auto golden = load_json_file(std::string(DSS_TEST_DATA) + "/golden/tiny-v3/golden.json");
+  ASSERT_TRUE(golden.is_ok());
+  for (const Json& c : (*golden)["cases"]) {
+    GenerateRequest r;
+    r.prompt = c["prompt"].get<std::vector<TokenId>>();
+    r.params.temperature = 0.0f;
+    r.params.max_tokens = 24;
+    r.params.ignore_eos = true;
+    const std::vector<TokenId> prompt = r.prompt;
+    auto id = (*e)->submit(std::move(r), col.sink());
+    ASSERT_TRUE(id.is_ok()) << id.message();
+    subs.push_back({*id, prompt, 24});
+  }
+  col.wait_done(static_cast<int>(subs.size()));
   for (const Sub& s : subs) {
     SequenceRunner r(**plain, static_cast<int32_t>(s.prompt.size()) + s.n, 64, 512);
     std::vector<TokenId> want;

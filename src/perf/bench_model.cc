@@ -246,6 +246,12 @@ void report_spec(State& s) {
     j["plain_step_ms"] = t.plain_ms;
     j["verify_step_ms"] = t.verify_ms;
     j["verify_vs_plain"] = t.verify_ms / t.plain_ms;
+    // The weight bytes each step reads (the routed experts its tokens chose): the bound of
+    // verify_vs_plain on a bandwidth-bound step.
+    j["plain_step_weight_bytes"] = s.bytes.step_bytes(t.plain_routed_reads);
+    j["verify_step_weight_bytes"] = s.bytes.step_bytes(t.verify_routed_reads);
+    j["verify_vs_plain_weight_bytes"] =
+        s.bytes.step_bytes(t.verify_routed_reads) / s.bytes.step_bytes(t.plain_routed_reads);
     j["mtp_catchup_ms"] = t.catchup_ms;
     j["mtp_draft_step_ms"] = t.draft_ms;
     j["mtp_draft_vs_plain"] = t.draft_ms / t.plain_ms;

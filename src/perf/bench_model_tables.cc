@@ -163,14 +163,16 @@ void print_spec(const BenchModelState& s) {
   std::printf("\nspeculative decoding (MTP, K = %d, context %d): step medians in ms\n", k,
               s.a.spec_context);
   std::printf(
-      "| batch | plain | verify K+1 | verify/plain | MTP catch-up | MTP draft | draft/plain "
-      "| cycle | implied speedup at 0.6 / 0.8 / 0.9 |\n");
-  std::printf("| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
+      "| batch | plain | verify K+1 | verify/plain | its weight bytes/plain | MTP catch-up | MTP "
+      "draft | draft/plain | cycle | implied speedup at 0.6 / 0.8 / 0.9 |\n");
+  std::printf("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
   for (const SpecStepTimes& t : s.spec) {
     std::printf(
-        "| %d | %.2f | %.2f | %.2fx | %.2f | %.2f | %.2fx | %.2f | %.2fx / %.2fx / %.2fx |\n",
-        t.batch, t.plain_ms, t.verify_ms, t.verify_ms / t.plain_ms, t.catchup_ms, t.draft_ms,
-        t.draft_ms / t.plain_ms, t.cycle_ms(k),
+        "| %d | %.2f | %.2f | %.2fx | %.2fx | %.2f | %.2f | %.2fx | %.2f | %.2fx / %.2fx / "
+        "%.2fx |\n",
+        t.batch, t.plain_ms, t.verify_ms, t.verify_ms / t.plain_ms,
+        s.bytes.step_bytes(t.verify_routed_reads) / s.bytes.step_bytes(t.plain_routed_reads),
+        t.catchup_ms, t.draft_ms, t.draft_ms / t.plain_ms, t.cycle_ms(k),
         expected_tokens_per_cycle(0.6, k) * t.plain_ms / t.cycle_ms(k),
         expected_tokens_per_cycle(0.8, k) * t.plain_ms / t.cycle_ms(k),
         expected_tokens_per_cycle(0.9, k) * t.plain_ms / t.cycle_ms(k));

@@ -34,6 +34,7 @@ SpecStepTimes bench_batch(const Model& m, const BenchModelOptions& a, int32_t b,
     done += n;
   }
   std::vector<double> plain, verify, catchup, draft;
+  double plain_reads = 0, verify_reads = 0;  // routed expert reads of the timed steps
   auto timed = [](std::vector<double>& out, auto&& fn) {
     const double t0 = now_seconds();
     fn();
@@ -43,10 +44,16 @@ SpecStepTimes bench_batch(const Model& m, const BenchModelOptions& a, int32_t b,
     for (int32_t i = 0; i < kStepsPerRep; ++i) {
       const auto one = random_ids(rng, static_cast<size_t>(b), V);
       const auto kk = random_ids(rng, static_cast<size_t>(b) * (k + 1), V);
+      const int64_t r0 = d.routed_expert_reads();
       timed(plain, [&] { d.step(one, 1); });
+      const int64_t r1 = d.routed_expert_reads();
       timed(draft, [&] { d.mtp_step(one, 1); });
       d.truncate(ctx);
       timed(verify, [&] { d.step(kk, k + 1, /*verify=*/true); });
+      if (rep > 0) {
+        plain_reads += static_cast<double>(r1 - r0);
+        verify_reads += static_cast<double>(d.routed_expert_reads() - r1);
+      }
       timed(catchup, [&] { d.mtp_step(kk, k + 1); });
       d.truncate(ctx);
     }
@@ -54,8 +61,14 @@ SpecStepTimes bench_batch(const Model& m, const BenchModelOptions& a, int32_t b,
       for (auto* v : {&plain, &verify, &catchup, &draft}) v->clear();
     }
   }
-  return {b, percentile(plain, 50), percentile(verify, 50), percentile(catchup, 50),
-          percentile(draft, 50)};
+  const double n = static_cast<double>(plain.size());
+  return {b,
+          percentile(plain, 50),
+          percentile(verify, 50),
+          percentile(catchup, 50),
+          percentile(draft, 50),
+          plain_reads / n,
+          verify_reads / n};
 }
 
 }  // namespace

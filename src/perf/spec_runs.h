@@ -22,6 +22,10 @@ struct SpecStepTimes {
   // were all accepted (K + 1 rows per sequence, its first draft included); one chained draft
   // step of the module (1 row per sequence).
   double plain_ms = 0, verify_ms = 0, catchup_ms = 0, draft_ms = 0;
+  // Routed experts a plain and a verify step read (Workspace::routed_expert_reads, summed over
+  // the MoE layers; mean per step): a verify step's tokens route to more distinct experts, the
+  // part of its cost no kernel can remove (ActiveBytes::step_bytes turns them into bytes).
+  double plain_routed_reads = 0, verify_routed_reads = 0;
   // A decode cycle: verify + catch-up + (K - 1) chained draft steps.
   double cycle_ms(int32_t k) const { return verify_ms + catchup_ms + (k - 1) * draft_ms; }
 };

@@ -3,7 +3,8 @@
 // (docs/quantization.md):
 //   converted = every 2-D tensor named `*.weight` whose name contains none of `exclude`;
 //   default exclude = lm_head, embed_tokens, mlp.gate.weight (router), weights_proj (V3.2
-//   indexer head weights) - the tensors DeepSeek's own FP8 release keeps in BF16.
+//   indexer head weights), and the MTP module's shared_head.head and eh_proj - the tensors
+//   DeepSeek's own FP8 release keeps in BF16 (--lm-head-dtype converts the two heads).
 // 1-D tensors (norms, biases) and scale tensors are never converted.
 #pragma once
 
@@ -21,7 +22,8 @@ struct QuantPolicy {
   bool ue8m0 = false;  // F8E4M3 output: power-of-two block scales
 
   static std::vector<std::string> default_excludes() {
-    return {"lm_head", "embed_tokens", "mlp.gate.weight", "weights_proj"};
+    return {"lm_head", "embed_tokens", "mlp.gate.weight", "weights_proj", "shared_head.head",
+            "eh_proj"};
   }
   bool converts(const std::string& name, size_t n_dims) const;
 };

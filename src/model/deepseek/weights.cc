@@ -75,8 +75,9 @@ class Loader {
                            ", expected F8_E4M3, I8, BF16, F16 or F32");
     }
     m = slice(m, part.r0, part.r1 < 0 ? rows : part.r1, part.c0, part.c1 < 0 ? cols : part.c1);
-    const QuantPolicy* policy =
-        lm_head_ != nullptr && name == "lm_head.weight" ? lm_head_ : convert_;
+    // --lm-head-dtype converts the output heads: lm_head and the MTP module's copy of it.
+    const bool head = name == "lm_head.weight" || name.ends_with(".shared_head.head.weight");
+    const QuantPolicy* policy = lm_head_ != nullptr && head ? lm_head_ : convert_;
     if (policy != nullptr && policy->converts(name, 2)) {
       owned_.push_back(convert_matrix(m, policy->to, policy->ue8m0));
       m = owned_.back().view();

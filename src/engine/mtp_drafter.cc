@@ -89,9 +89,15 @@ TokenId MtpDrafter::argmax_row(int32_t j) const {
   return static_cast<TokenId>(std::max_element(row, row + n_vocab_) - row);
 }
 
-void MtpDrafter::run(const StepPlan& plan, const ForwardBatch& step, Scheduler& sched,
-                     const std::function<bool(RequestId)>& wants_draft) {
-  // 1. The module's rows of every position the step computed and kept.
+std::span<TokenId> MtpDrafter::draft_row(size_t j) {
+  return std::span<TokenId>(drafts_).subspan(j * static_cast<size_t>(num_steps_),
+                                             static_cast<size_t>(num_steps_));
+}
+
+// The module's rows of every position the step computed and kept, and a logit row at the newest
+// position of every sequence that drafts.
+void MtpDrafter::catch_up(const StepPlan& plan, const ForwardBatch& step, const Scheduler& sched,
+                          const std::function<bool(RequestId)>& wants_draft) {
   clear();
   drafting_.clear();
   for (size_t i = 0; i < plan.seqs.size(); ++i) {
@@ -114,44 +120,46 @@ void MtpDrafter::run(const StepPlan& plan, const ForwardBatch& step, Scheduler& 
     }
   }
   forward();
-  // 2. Chained drafts: the module's argmax at each drafting sequence's newest row, fed back with
-  // its block output there, one position further per forward.
-  for (int32_t k = 0; k < num_steps_ && !drafting_.empty(); ++k) {
-    for (size_t j = 0; j < drafting_.size(); ++j) {
-      Drafting& s = drafting_[j];
-      drafts_[j * static_cast<size_t>(num_steps_) + static_cast<size_t>(s.n++)] =
-          argmax_row(static_cast<int32_t>(j));
-    }
-    if (k + 1 == num_steps_) break;
-    clear();
-    size_t kept = 0;
-    for (size_t j = 0; j < drafting_.size(); ++j) {
-      Drafting s = drafting_[j];
-      const int32_t pos = s.pos + 1;  // the drafted token's predecessor position
-      if (pos + 1 >= context_length_ || !sched.reserve(s.id, pos + 1)) {
-        sched.set_draft(s.id, std::span<const TokenId>(drafts_).subspan(
-                                  j * static_cast<size_t>(num_steps_), static_cast<size_t>(s.n)));
-        continue;
-      }
-      const SeqView v = *sched.view(s.id);
-      add_seq(v.pages, pos + 1);
-      add_token(drafts_[j * static_cast<size_t>(num_steps_) + static_cast<size_t>(s.n - 1)], pos,
-                v.pages, block_out_.data() + static_cast<size_t>(s.row) * d_model_);
-      seq_begin_.push_back(static_cast<int32_t>(tokens_.size()));
-      logit_rows_.push_back(static_cast<int32_t>(tokens_.size()) - 1);
-      std::copy_n(drafts_.begin() + static_cast<ptrdiff_t>(j * static_cast<size_t>(num_steps_)),
-                  s.n,
-                  drafts_.begin() + static_cast<ptrdiff_t>(kept * static_cast<size_t>(num_steps_)));
-      drafting_[kept++] = Drafting{s.id, static_cast<int32_t>(tokens_.size()) - 1, pos, s.n};
-    }
-    drafting_.resize(kept);
-    forward();
-  }
+}
+
+// One chained step: each drafting sequence's next position, its last draft as the token and its
+// block output as the hidden state. A sequence that cannot go further (the context, or no page
+// for the position) keeps the draft it has.
+void MtpDrafter::chain_step(Scheduler& sched) {
+  clear();
+  size_t kept = 0;
   for (size_t j = 0; j < drafting_.size(); ++j) {
-    sched.set_draft(drafting_[j].id,
-                    std::span<const TokenId>(drafts_).subspan(j * static_cast<size_t>(num_steps_),
-                                                              static_cast<size_t>(drafting_[j].n)));
+    const Drafting s = drafting_[j];
+    const int32_t pos = s.pos + 1;
+    if (pos + 1 >= context_length_ || !sched.reserve(s.id, pos + 1)) {
+      sched.set_draft(s.id, draft_row(j).first(static_cast<size_t>(s.n)));
+      continue;
+    }
+    const SeqView v = *sched.view(s.id);
+    add_seq(v.pages, pos + 1);
+    add_token(draft_row(j)[static_cast<size_t>(s.n - 1)], pos, v.pages,
+              block_out_.data() + static_cast<size_t>(s.row) * d_model_);
+    seq_begin_.push_back(static_cast<int32_t>(tokens_.size()));
+    logit_rows_.push_back(static_cast<int32_t>(tokens_.size()) - 1);
+    if (kept != j) std::ranges::copy(draft_row(j), draft_row(kept).begin());
+    drafting_[kept++] = Drafting{s.id, static_cast<int32_t>(tokens_.size()) - 1, pos, s.n};
   }
+  drafting_.resize(kept);
+  forward();
+}
+
+void MtpDrafter::run(const StepPlan& plan, const ForwardBatch& step, Scheduler& sched,
+                     const std::function<bool(RequestId)>& wants_draft) {
+  catch_up(plan, step, sched, wants_draft);
+  for (int32_t k = 0; k < num_steps_ && !drafting_.empty(); ++k) {
+    for (size_t j = 0; j < drafting_.size(); ++j) {  // the argmax at each newest row
+      Drafting& s = drafting_[j];
+      draft_row(j)[static_cast<size_t>(s.n++)] = argmax_row(static_cast<int32_t>(j));
+    }
+    if (k + 1 < num_steps_) chain_step(sched);
+  }
+  for (size_t j = 0; j < drafting_.size(); ++j)
+    sched.set_draft(drafting_[j].id, draft_row(j).first(static_cast<size_t>(drafting_[j].n)));
 }
 
 }  // namespace dss

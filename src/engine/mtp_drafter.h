@@ -48,6 +48,10 @@ class MtpDrafter {
     int32_t pos;  // that row's position
     int32_t n;    // tokens drafted so far
   };
+  void catch_up(const StepPlan& plan, const ForwardBatch& step, const Scheduler& sched,
+                const std::function<bool(RequestId)>& wants_draft);
+  void chain_step(Scheduler& sched);
+  std::span<TokenId> draft_row(size_t j);  // drafting_[j]'s drafts so far (num_steps_ slots)
   void clear();
   void add_seq(std::span<const PageId> pages, int32_t kv_len);
   void add_token(TokenId token, int32_t pos, std::span<const PageId> pages, const float* hidden);

@@ -34,6 +34,20 @@ BatchDriver::BatchDriver(const Model& model, int32_t n_seqs, int32_t max_len, in
     hidden_.resize(static_cast<size_t>(n_seqs_) * max_new_ * model.config().d_model);
 }
 
+// The batch of the arrays step / mtp_step filled.
+ForwardBatch BatchDriver::batch(std::span<const TokenId> tokens) const {
+  ForwardBatch b;
+  b.tokens = tokens;
+  b.positions = positions_;
+  b.seq_token_begin = begin_;
+  b.seq_kv_len = kv_len_;
+  b.page_table = page_table_;
+  b.max_pages = pages_per_seq_;
+  b.kv_write_slots = slots_;
+  b.logit_rows = rows_;
+  return b;
+}
+
 const float* BatchDriver::step(std::span<const TokenId> tokens, int32_t n_new, bool verify) {
   DSS_CHECK(n_new >= 1 && n_new <= max_new_, "n_new=", n_new, " max_new=", max_new_);
   DSS_CHECK(static_cast<int64_t>(tokens.size()) == int64_t{n_seqs_} * n_new);
@@ -55,15 +69,7 @@ const float* BatchDriver::step(std::span<const TokenId> tokens, int32_t n_new, b
     rows_[static_cast<size_t>(s)] = s * n_new + n_new - 1;
   }
   begin_[static_cast<size_t>(n_seqs_)] = n_seqs_ * n_new;
-  ForwardBatch b;
-  b.tokens = tokens;
-  b.positions = positions_;
-  b.seq_token_begin = begin_;
-  b.seq_kv_len = kv_len_;
-  b.page_table = page_table_;
-  b.max_pages = pages_per_seq_;
-  b.kv_write_slots = slots_;
-  b.logit_rows = rows_;
+  ForwardBatch b = batch(tokens);
   std::fill(n_draft_.begin(), n_draft_.end(), verify ? n_new - 1 : 0);
   b.seq_n_draft = n_draft_;
   model_.forward(b, kv_, ws_, logits_.data());
@@ -94,16 +100,7 @@ const float* BatchDriver::mtp_step(std::span<const TokenId> tokens, int32_t n_ne
     rows_[static_cast<size_t>(s)] = s * n_new + n_new - 1;
   }
   begin_[static_cast<size_t>(n_seqs_)] = n_seqs_ * n_new;
-  ForwardBatch b;
-  b.tokens = tokens;
-  b.positions = positions_;
-  b.seq_token_begin = begin_;
-  b.seq_kv_len = kv_len_;
-  b.page_table = page_table_;
-  b.max_pages = pages_per_seq_;
-  b.kv_write_slots = slots_;
-  b.logit_rows = rows_;
-  model_.mtp_forward(b, hidden_, kv_, ws_, logits_.data(), {});
+  model_.mtp_forward(batch(tokens), hidden_, kv_, ws_, logits_.data(), {});
   return logits_.data();
 }
 

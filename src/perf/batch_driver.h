@@ -46,6 +46,8 @@ class BatchDriver {
   int64_t collective_bytes() const { return ws_.collective_bytes; }
 
  private:
+  ForwardBatch batch(std::span<const TokenId> tokens) const;
+
   const Model& model_;
   int32_t n_seqs_, max_len_, max_new_, page_size_, pages_per_seq_;
   int32_t length_ = 0;

@@ -34,10 +34,10 @@ int run_bench_model_cmd(const perf::BenchModelOptions& a) {
     return 2;
   }
   if (par->rank() != 0 && std::freopen("/dev/null", "w", stdout) == nullptr) return 1;
-  auto loaded = Model::load(
-      LoadOptions{a.model, a.n_threads, a.weight_dtype, ActQuant::kNone, a.weight_layout,
-                  a.lm_head_dtype, a.matmul_dtype, pa.ep_size > 1, a.speculative},
-      par->tp_group());
+  auto loaded = Model::load(LoadOptions{a.model, a.n_threads, a.weight_dtype, ActQuant::kNone,
+                                        a.weight_layout, a.lm_head_dtype, a.matmul_dtype,
+                                        pa.ep_size > 1, a.speculative, a.weight_cache_dir},
+                            par->tp_group());
   if (!loaded) {
     std::fprintf(stderr, "dsserve bench-model: %s\n", loaded.message().c_str());
     return 1;
@@ -120,6 +120,8 @@ void register_bench_model_command(CLI::App& app) {
                   "Cached tokens per sequence during the speculative step timings")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
+  cmd->add_option("--weight-cache", a->weight_cache_dir,
+                  "Map the placed weights from a file in this directory (written on first use)");
   add_parallel_flags(cmd, parallel_args());
   cmd->callback([a] { exit_code = run_bench_model_cmd(*a); });
 }

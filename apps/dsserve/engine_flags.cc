@@ -65,6 +65,10 @@ void add_engine_flags(CLI::App* cmd, EngineOptions& o, bool model_required) {
       ->capture_default_str();
   cmd->add_option("--seed", o.seed, "Sampling seed for requests without their own")
       ->capture_default_str();
+  cmd->add_option("--weight-cache", o.weight_cache_dir,
+                  "Directory for a file of the placed (tiled, converted) weights, written on the "
+                  "first start and mapped from the page cache on later ones: no repack, no fresh "
+                  "memory (docs/quantization.md)");
   add_speculative_flags(cmd, o.speculative);
 }
 

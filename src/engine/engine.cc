@@ -207,7 +207,7 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& o, MpiComm* 
       impl->model,
       Model::load(LoadOptions{o.model_dir, o.n_threads, o.weight_dtype, o.act_quant,
                               o.weight_layout, o.lm_head_dtype, o.matmul_dtype, o.expert_parallel,
-                              o.speculative.algorithm == SpecAlgorithm::kNextn},
+                              o.speculative.algorithm == SpecAlgorithm::kNextn, o.weight_cache_dir},
                   impl->tp_group));
   const ModelConfig& c = impl->model->config();
   impl->eos = c.eos_token_id;

@@ -48,6 +48,9 @@ struct EngineOptions {
   ActQuant act_quant = ActQuant::kNone;
   // --ep-size equal to --tp-size: the routed experts partitioned over the tensor-parallel group.
   bool expert_parallel = false;
+  // --weight-cache DIR: the placed weights kept in a file there and mapped on later starts
+  // (model/deepseek/weight_cache.h; empty: off).
+  std::string weight_cache_dir;
   // --dist-timeout: seconds a step of a parallel job may stall before the job is ended (0: auto;
   // engine/step_watchdog.h).
   double dist_timeout_s = 0.0;

@@ -42,6 +42,7 @@ struct BenchModelOptions {
   int32_t spec_steps = 2;                     // --speculative-num-steps
   std::vector<int32_t> spec_batch = {1, 16};  // --spec-batch
   int32_t spec_context = 256;                 // --spec-context
+  std::string weight_cache_dir;               // --weight-cache (model/deepseek/weight_cache.h)
 };
 
 // Ok, or the first flag out of range ("--decode-tokens must be >= 1"). --prefill must not be

@@ -94,6 +94,20 @@ check "the MTP logits match the numpy reference within 1e-4" \
 check "nextn without an MTP module exits 1" test $rc -eq 1
 check "nextn without an MTP module is explained" grep -q "num_nextn_predict_layers 0" "$tmp/e7"
 
+# --weight-cache: the first start writes the placed weights to one file, the second maps it and
+# generates the same tokens.
+printf '{"prompt_ids":[1,2,3,4,5],"max_tokens":6,"temperature":0,"ignore_eos":true}\n' >"$tmp/wc.jsonl"
+for run in 1 2; do
+  "$bin" generate --model "$data/golden/tiny-v3" --requests "$tmp/wc.jsonl" --matmul-dtype f32 \
+    --weight-cache "$tmp/wcache" >"$tmp/wc$run.out" 2>/dev/null
+done
+check "--weight-cache writes one file" test "$(ls "$tmp/wcache" | grep -c '\.weights$')" -eq 1
+check "--weight-cache: the mapped weights generate the same tokens" /usr/bin/python3 -c "
+import json, sys
+a, b = (json.loads(open(f).read()) for f in sys.argv[1:])
+assert a['output_ids'] == b['output_ids'] and len(a['output_ids']) == 6, (a, b)
+" "$tmp/wc1.out" "$tmp/wc2.out"
+
 # The golden prompt through the CLI gives the reference greedy continuation.
 "$bin" logits --model "$data/golden/tiny-v3" --ids 1,2,3,4,5,6,7 --decode 8 >"$tmp/g.json" 2>&1
 check "logits on the golden checkpoint" test $? -eq 0

@@ -9,6 +9,9 @@
 #include <set>
 
 #include "base/check.h"
+#include "base/log.h"
+#include "base/str_cat.h"
+#include "model/deepseek/weight_cache.h"
 #include "tensor/tiled_layout.h"
 
 namespace dss {
@@ -131,14 +134,35 @@ std::vector<Placement> plan(ModelWeights& w, bool tile, bool bf16_dot,
   return out;
 }
 
+// The cache key of an arena laid out as `placed` for the checkpoint `identity`.
+uint64_t arena_key(const std::vector<Placement>& placed, size_t total,
+                   const std::string& identity) {
+  uint64_t h = fnv1a("dsserve weight arena v1|" + identity);
+  for (const Placement& p : placed) {
+    h = fnv1a(str_cat(static_cast<int>(p.dst.dtype), ",", p.dst.n_rows, ",", p.dst.n_cols, ",",
+                      static_cast<int>(p.dst.layout), ",", static_cast<int>(p.dst.arith), ",",
+                      p.data_off, ",", p.scales_off, ",", p.n_scales, ";"),
+              h);
+  }
+  return fnv1a(str_cat(total), h);
+}
+
 }  // namespace
 
 void place_weights(ModelWeights& w, bool tile, bool bf16_dot, const WeightAllocator& allocate,
-                   ThreadPool* pool) {
+                   ThreadPool* pool, const WeightCacheSpec& cache) {
   std::map<const void*, size_t> by_data;  // a view's data before -> its placement
   size_t total = 0;
   std::vector<Placement> placed = plan(w, tile, bf16_dot, by_data, total);
-  w.arena = allocate ? allocate(total) : Buffer::host(total);
+  std::string cache_path;
+  if (!cache.dir.empty() && total > 0) {
+    cache_path = weight_cache_path(cache.dir, arena_key(placed, total, cache.identity));
+    if (std::optional<Buffer> mapped = map_weight_cache(cache_path, total)) {
+      w.arena = std::move(*mapped);
+      w.arena_from_cache = true;
+    }
+  }
+  if (!w.arena_from_cache) w.arena = allocate ? allocate(total) : Buffer::host(total);
   DSS_CHECK(w.arena.space() == MemorySpace::kHost, "weights are placed on the host");
   uint8_t* arena = w.arena.data();
   std::vector<Chunk> chunks;
@@ -148,11 +172,12 @@ void place_weights(ModelWeights& w, bool tile, bool bf16_dot, const WeightAlloca
       chunks.push_back({i, u, std::min(u + p.units_per_chunk, p.n_units)});
     if (p.n_scales > 0) {
       auto* sc = reinterpret_cast<float*>(arena + p.scales_off);
-      std::memcpy(sc, p.src.scales, p.n_scales * sizeof(float));
+      if (!w.arena_from_cache) std::memcpy(sc, p.src.scales, p.n_scales * sizeof(float));
       p.dst.scales = sc;
     }
     p.dst.data = arena + p.data_off;
   }
+  if (w.arena_from_cache) chunks.clear();  // the mapped file holds every copy already
   auto run = [&](int64_t b, int64_t e, int32_t) {
     for (int64_t k = b; k < e; ++k) {
       const Chunk& c = chunks[static_cast<size_t>(k)];
@@ -177,6 +202,10 @@ void place_weights(ModelWeights& w, bool tile, bool bf16_dot, const WeightAlloca
   // The freed buffers below glibc's (adaptive) mmap threshold sit in the heap; hand their pages
   // back (else the process keeps them as resident memory).
   malloc_trim(0);
+  if (!cache_path.empty() && !w.arena_from_cache) {
+    if (Status s = write_weight_cache(cache_path, w.arena); !s)
+      log_warn("--weight-cache: ", s.message(), "; the next load repacks again");
+  }
 }
 
 }  // namespace dss

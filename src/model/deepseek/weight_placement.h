@@ -2,6 +2,8 @@
 // arena, run over a thread pool, with the mapped checkpoint pages released as they are consumed.
 #pragma once
 
+#include <string>
+
 #include "base/thread_pool.h"
 #include "model/deepseek/weights.h"
 
@@ -25,7 +27,14 @@ namespace dss {
 // arena plus the file. Memory of the dropped owned matrices goes back by malloc_trim.
 // Preconditions: w's views are final (w.layers is not resized after); every view's data is either
 // an owned matrix's data or a view of the mapped checkpoint.
+// With cache.dir set (`--weight-cache`, weight_cache.h): an arena file of the same key there is
+// mapped instead of placing anything (ModelWeights::arena_from_cache); else the arena is placed
+// as above and then written there (a failed write is logged, not an error).
+struct WeightCacheSpec {
+  std::string dir;       // empty: no cache
+  std::string identity;  // the checkpoint's (checkpoint_identity)
+};
 void place_weights(ModelWeights& w, bool tile, bool bf16_dot, const WeightAllocator& allocate,
-                   ThreadPool* pool);
+                   ThreadPool* pool, const WeightCacheSpec& cache = {});
 
 }  // namespace dss

@@ -5,6 +5,7 @@
 #include <map>
 
 #include "base/check.h"
+#include "model/deepseek/weight_cache.h"
 #include "model/deepseek/weight_placement.h"
 #include "tensor/tiled_layout.h"
 
@@ -379,7 +380,7 @@ Result<ModelWeights> load_weights(const Checkpoint& ck, const ModelConfig& c,
                                   const QuantPolicy* convert, bool tile,
                                   const QuantPolicy* lm_head_convert, bool bf16_dot,
                                   const WeightAllocator& allocate, const ShardSpec& shard,
-                                  ThreadPool* pool, bool mtp) {
+                                  ThreadPool* pool, bool mtp, const std::string& cache_dir) {
   DSS_RETURN_IF_ERROR(check_shardable(c, shard));
   if (mtp && shard.sharded())
     return Status::error("the MTP module (--speculative-algorithm NEXTN) runs on one rank only");
@@ -405,7 +406,9 @@ Result<ModelWeights> load_weights(const Checkpoint& ck, const ModelConfig& c,
     w.mtp.push_back(std::move(m));
   }
   w.bytes_by_dtype = ld.bytes();
-  place_weights(w, tile, bf16_dot, allocate, pool);
+  WeightCacheSpec cache;
+  if (!cache_dir.empty()) cache = {cache_dir, checkpoint_identity(ck.dir())};
+  place_weights(w, tile, bf16_dot, allocate, pool, cache);
   return w;
 }
 

@@ -107,6 +107,7 @@ struct ModelWeights {
   // VM 4 KiB pages also stalled a matrix read after a pause (lm_head after a prefill: 16-183 ms
   // instead of 5); the cause there was not pinned down.
   Buffer arena;
+  bool arena_from_cache = false;  // `arena` is a --weight-cache file mapped read-only
 };
 
 // Calls fn(Matrix&) on every matrix view of w (embedding, attention incl. W_UK^T and the V3.2
@@ -162,7 +163,8 @@ void for_each_matrix(ModelWeights& w, Fn&& fn) {
 // `shard`: this rank's part of a tensor- / expert-parallel group (model/deepseek/shard.h); the
 // shard's rows are views of the mapped file where whole rows are kept, so a rank reads and keeps
 // ~1/size of the split tensors. `mtp`: also load the MTP module (config num_nextn_predict_layers
-// >= 1; an error naming the checkpoint otherwise; not with a shard).
+// >= 1; an error naming the checkpoint otherwise; not with a shard). `cache_dir`: the arena's
+// --weight-cache directory (weight_placement.h; empty: none).
 // `allocate` makes the arena (the backend's allocate for MemoryUse::kWeights; empty: host
 // memory). The matrices no conversion or tiling touches stay views of the mapped file, which the
 // CPU backend reads in place. The repack and the arena are place_weights' (weight_placement.h):
@@ -173,6 +175,6 @@ Result<ModelWeights> load_weights(const Checkpoint& ck, const ModelConfig& cfg,
                                   const QuantPolicy* lm_head_convert = nullptr,
                                   bool bf16_dot = false, const WeightAllocator& allocate = {},
                                   const ShardSpec& shard = {}, ThreadPool* pool = nullptr,
-                                  bool mtp = false);
+                                  bool mtp = false, const std::string& cache_dir = {});
 
 }  // namespace dss

@@ -44,6 +44,9 @@ struct LoadOptions {
   bool expert_parallel = false;
   // Load the checkpoint's MTP module (--speculative-algorithm NEXTN): Model::mtp_forward.
   bool mtp = false;
+  // --weight-cache DIR: keep the placed weights in a file there and map it on later loads
+  // (model/deepseek/weight_cache.h; empty: off).
+  std::string weight_cache_dir;
 };
 
 // Flag spellings. parse_*: "bf16" | "fp8" | "int8" (and "" for as stored; parse_weight_dtype's);

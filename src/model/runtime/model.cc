@@ -85,7 +85,7 @@ Result<std::unique_ptr<Model>> Model::load(const LoadOptions& opts, MpiComm* tp_
                                   m->ck_, m->cfg_, convert ? &policy : nullptr, tile,
                                   convert_lm_head ? &lm_head_policy : nullptr, m->matmul_bf16_,
                                   [&be](size_t n) { return be.allocate(n, MemoryUse::kWeights); },
-                                  shard, &be.pool(), opts.mtp));
+                                  shard, &be.pool(), opts.mtp, opts.weight_cache_dir));
   return m;
 }
 

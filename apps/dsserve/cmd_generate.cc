@@ -113,7 +113,7 @@ int run_generate(GenerateArgs& a) {
   const EngineStats st = (*engine)->stats();
   std::vector<int64_t> totals = {st.prompt_tokens_computed, st.generation_tokens,
                                  st.prefix_hit_tokens,      st.steps,
-                                 st.spec_draft_tokens,      st.spec_accepted_tokens};
+                                 st.spec.draft_tokens,      st.spec.accepted_tokens};
   std::vector<std::string> out;
   if (par->leaders) {
     out = gather_lines(*par->leaders, lines, requests.size());

@@ -743,11 +743,7 @@ void Engine::Impl::publish_stats(double step_s) {
   stats.prompt_tokens_computed = c.prefill_tokens;
   stats.generation_tokens = c.decode_tokens;
   stats.preemptions = c.preemptions;
-  stats.spec_drafts = c.spec_drafts;
-  stats.spec_draft_tokens = c.spec_draft_tokens;
-  stats.spec_accepted_tokens = c.spec_accepted_tokens;
-  stats.spec_accepted_per_pos = c.spec_accepted_per_pos;
-  stats.spec_accepted_count = c.spec_accepted_count;
+  stats.spec = c.spec;
   if (mtp) stats.spec_draft_seconds = mtp->seconds();
   stats.batch_cap = sched->running_cap();
   if (batch_cap) {

@@ -24,6 +24,7 @@
 
 #include "base/status.h"
 #include "core/generate.h"
+#include "core/spec_counters.h"
 #include "dist/mpi_comm.h"
 #include "engine/engine_options.h"
 #include "io/model_config.h"
@@ -64,16 +65,10 @@ struct EngineStats {
   int64_t grammar_masks = 0;          // structured output: allowed-token masks computed
   double grammar_mask_seconds = 0.0;  // time spent computing them (engine thread, per step)
   std::vector<RankStats> ranks;       // tensor parallel: [tp_size]; empty otherwise
-  // Speculative decoding (vLLM's spec_decode metrics; num_steps 0: off): decode steps that
-  // verified a draft, the draft tokens verified, those accepted, per draft position k the drafts
-  // whose token k was accepted, per j the drafts with exactly j accepted, and the drafter's wall
+  // Speculative decoding (num_steps 0: off): the scheduler's counters and the drafter's wall
   // time (the MTP module's forwards; NGRAM's lookups are not timed).
   int32_t spec_num_steps = 0;
-  int64_t spec_drafts = 0;
-  int64_t spec_draft_tokens = 0;
-  int64_t spec_accepted_tokens = 0;
-  std::vector<int64_t> spec_accepted_per_pos;
-  std::vector<int64_t> spec_accepted_count;
+  SpecCounters spec;
   double spec_draft_seconds = 0.0;
 };
 

@@ -241,7 +241,7 @@ void Scheduler::commit(const StepPlan& plan, std::span<const StepResult> results
     s.n_computed += q.n_new - q.n_draft + res.n_accepted;
     (decode ? counters_.decode_tokens : counters_.prefill_tokens) +=
         decode ? 1 + res.n_accepted : q.n_new;
-    if (q.n_draft > 0) count_draft(q.n_draft, res.n_accepted);
+    if (q.n_draft > 0) counters_.spec.count(q.n_draft, res.n_accepted);
     s.draft.clear();
     if (res.finish == FinishReason::kError) {
       auto failed = std::move(*it);
@@ -275,19 +275,6 @@ void Scheduler::commit(const StepPlan& plan, std::span<const StepResult> results
     }
   }
   DSS_CHECK(r == results.size(), "extra step results");
-}
-
-void Scheduler::count_draft(int32_t n_draft, int32_t n_accepted) {
-  counters_.spec_drafts++;
-  counters_.spec_draft_tokens += n_draft;
-  counters_.spec_accepted_tokens += n_accepted;
-  std::vector<int64_t>& per_pos = counters_.spec_accepted_per_pos;
-  if (static_cast<int32_t>(per_pos.size()) < n_draft) per_pos.resize(static_cast<size_t>(n_draft));
-  for (int32_t k = 0; k < n_accepted; ++k) per_pos[static_cast<size_t>(k)]++;
-  std::vector<int64_t>& count = counters_.spec_accepted_count;
-  if (static_cast<int32_t>(count.size()) <= n_accepted)
-    count.resize(static_cast<size_t>(n_accepted) + 1);
-  count[static_cast<size_t>(n_accepted)]++;
 }
 
 // Releases the pages past the ones the sequence's tokens need (a rejected draft's, or a

@@ -140,17 +140,17 @@ std::string Metrics::render(const EngineStats& s, double now_s) {
 void Metrics::render_spec(const EngineStats& s, std::string& out) {
   const std::string p = "dsserve:spec_decode_";
   head(out, p + "num_drafts_total", "counter", "Decode steps that verified a draft.");
-  sample(out, p + "num_drafts_total", static_cast<double>(s.spec_drafts));
+  sample(out, p + "num_drafts_total", static_cast<double>(s.spec.drafts));
   head(out, p + "num_draft_tokens_total", "counter", "Draft tokens verified.");
-  sample(out, p + "num_draft_tokens_total", static_cast<double>(s.spec_draft_tokens));
+  sample(out, p + "num_draft_tokens_total", static_cast<double>(s.spec.draft_tokens));
   head(out, p + "num_accepted_tokens_total", "counter", "Draft tokens accepted.");
-  sample(out, p + "num_accepted_tokens_total", static_cast<double>(s.spec_accepted_tokens));
+  sample(out, p + "num_accepted_tokens_total", static_cast<double>(s.spec.accepted_tokens));
   head(out, p + "num_accepted_tokens_per_pos_total", "counter",
        "Drafts whose token at this position (0 = first) was accepted.");
   for (int32_t k = 0; k < s.spec_num_steps; ++k) {
     const auto kk = static_cast<size_t>(k);
     sample(out, p + "num_accepted_tokens_per_pos_total",
-           kk < s.spec_accepted_per_pos.size() ? static_cast<double>(s.spec_accepted_per_pos[kk])
+           kk < s.spec.accepted_per_pos.size() ? static_cast<double>(s.spec.accepted_per_pos[kk])
                                                : 0.0,
            "position=\"" + std::to_string(k) + "\"");
   }
@@ -159,7 +159,7 @@ void Metrics::render_spec(const EngineStats& s, std::string& out) {
   int64_t cumulative = 0, sum = 0;
   for (int32_t j = 0; j <= s.spec_num_steps; ++j) {
     const auto jj = static_cast<size_t>(j);
-    const int64_t n = jj < s.spec_accepted_count.size() ? s.spec_accepted_count[jj] : 0;
+    const int64_t n = jj < s.spec.accepted_count.size() ? s.spec.accepted_count[jj] : 0;
     cumulative += n;
     sum += n * (j + 1);
     sample(out, p + "acceptance_length_bucket", static_cast<double>(cumulative),

@@ -137,10 +137,10 @@ TEST(Engine, NgramSpeculativeGreedyEqualsEachRequestAlone) {
     o.speculative.algorithm = SpecAlgorithm::kNgram;
     o.speculative.num_steps = k;
     const EngineStats s = batched_greedy_equals_alone(o, 64);
-    EXPECT_GT(s.spec_drafts, 0) << "K=" << k;
-    EXPECT_GT(s.spec_accepted_tokens, 0) << "K=" << k << ": no draft was accepted";
-    EXPECT_LE(s.spec_accepted_tokens, s.spec_draft_tokens);
-    EXPECT_EQ(static_cast<int32_t>(s.spec_accepted_per_pos.size()), k);
+    EXPECT_GT(s.spec.drafts, 0) << "K=" << k;
+    EXPECT_GT(s.spec.accepted_tokens, 0) << "K=" << k << ": no draft was accepted";
+    EXPECT_LE(s.spec.accepted_tokens, s.spec.draft_tokens);
+    EXPECT_EQ(static_cast<int32_t>(s.spec.accepted_per_pos.size()), k);
   }
 }
 
@@ -187,7 +187,7 @@ TEST(Engine, NgramSpeculativeSampledEqualsPlainPerSeed) {
       logprobs[spec].push_back(lp);
     }
     if (spec) {
-      EXPECT_GT((*e)->stats().spec_accepted_tokens, 0);
+      EXPECT_GT((*e)->stats().spec.accepted_tokens, 0);
     }
     expect_pages_accounted(**e);
   }

@@ -196,9 +196,9 @@ void mtp_greedy_equals_alone(const std::string& preset, int32_t k) {
   (*e)->check_integrity();
   const EngineStats st = (*e)->stats();
   EXPECT_EQ(st.kv_pages_used, st.kv_pages_cached);
-  EXPECT_GT(st.spec_drafts, 0);
+  EXPECT_GT(st.spec.drafts, 0);
   EXPECT_GT(st.spec_draft_seconds, 0.0) << "the MTP drafter never ran";
-  EXPECT_LE(st.spec_accepted_tokens, st.spec_draft_tokens);
+  EXPECT_LE(st.spec.accepted_tokens, st.spec.draft_tokens);
 }
 
 TEST(MtpEngine, GreedyEqualsPlainV3) {

@@ -141,12 +141,12 @@ void same_distribution(EngineOptions o, const std::vector<TokenId>& prompt, floa
   std::printf(
       "chi-square homogeneity: %d triple bins, df %d, p = %.4f; %lld drafts, %lld of %lld "
       "draft tokens accepted\n",
-      df + 1, df, p, static_cast<long long>(spec_stats.spec_drafts),
-      static_cast<long long>(spec_stats.spec_accepted_tokens),
-      static_cast<long long>(spec_stats.spec_draft_tokens));
+      df + 1, df, p, static_cast<long long>(spec_stats.spec.drafts),
+      static_cast<long long>(spec_stats.spec.accepted_tokens),
+      static_cast<long long>(spec_stats.spec.draft_tokens));
   EXPECT_GT(df, 5) << "too few categories to test anything";
   EXPECT_GT(p, 0.01) << "the first 3 tokens are distributed differently with drafting";
-  EXPECT_GT(spec_stats.spec_drafts, kRequests / 2);
+  EXPECT_GT(spec_stats.spec.drafts, kRequests / 2);
   EXPECT_GT(spec_stats.spec_draft_seconds, 0.0);
 }
 

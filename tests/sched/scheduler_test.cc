@@ -268,14 +268,14 @@ TEST(SchedulerTimeline, SpeculativeDecodeVerifiesDraftsAndAppendsTheAccepted) {
   EXPECT_EQ(s[3], (std::vector<std::string>{"A+1", "B+1"}));
   EXPECT_EQ(t.finished().at("A").stats.n_generated, 9);
   const SchedulerCounters& c = t.sched().counters();
-  EXPECT_EQ(c.spec_drafts, 6);
-  EXPECT_EQ(c.spec_draft_tokens, 2 * (3 + 3 + 1));
-  EXPECT_EQ(c.spec_accepted_tokens, 2 * (2 + 2 + 1));
+  EXPECT_EQ(c.spec.drafts, 6);
+  EXPECT_EQ(c.spec.draft_tokens, 2 * (3 + 3 + 1));
+  EXPECT_EQ(c.spec.accepted_tokens, 2 * (2 + 2 + 1));
   EXPECT_EQ(c.decode_tokens, 2 * 8);  // every token after the first came from a decode step
-  ASSERT_EQ(c.spec_accepted_per_pos.size(), 3u);
-  EXPECT_EQ(c.spec_accepted_per_pos[0], 6);
-  EXPECT_EQ(c.spec_accepted_per_pos[1], 4);
-  EXPECT_EQ(c.spec_accepted_per_pos[2], 0);
+  ASSERT_EQ(c.spec.accepted_per_pos.size(), 3u);
+  EXPECT_EQ(c.spec.accepted_per_pos[0], 6);
+  EXPECT_EQ(c.spec.accepted_per_pos[1], 4);
+  EXPECT_EQ(c.spec.accepted_per_pos[2], 0);
   t.radix().evict(1 << 30);
   EXPECT_EQ(t.pool().n_free(), t.pool().n_pages());
 }

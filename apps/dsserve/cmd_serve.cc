@@ -12,6 +12,9 @@
 #include "apps/dsserve/engine_flags.h"
 #include "apps/dsserve/init_model.h"
 #include "apps/dsserve/parallel_flags.h"
+#include "dist/mpi_mailbox.h"
+#include "engine/dp_front.h"
+#include "engine/dp_replica.h"
 #include "engine/engine.h"
 #include "io/json.h"
 #include "server/server.h"
@@ -37,6 +40,15 @@ int fail(const std::string& msg, int code = 1) {
   return code;
 }
 
+void announce(const ServeArgs& a, Server& server) {
+  const RoutesConfig& rc = server.routes_config();
+  std::printf("dsserve: serving %s (%s format, tool parser %s) on http://%s:%u\n",
+              rc.served_model_name.c_str(), chat_format_name(rc.chat_format),
+              rc.tool_format ? chat_format_name(*rc.tool_format) : "none", a.server.host.c_str(),
+              static_cast<unsigned>(server.port()));
+  std::fflush(stdout);
+}
+
 // Ranks other than 0 of a tensor-parallel group: the engine's follower (no HTTP, no tokenizer).
 // SIGINT / SIGTERM are rank 0's to handle: its shutdown stops this rank's steps.
 int run_follower(ServeArgs& a, ParallelRun& par) {
@@ -48,18 +60,60 @@ int run_follower(ServeArgs& a, ParallelRun& par) {
   return 0;
 }
 
+// The leader of data-parallel replica r > 0: its engine, served to rank 0's front
+// (engine/dp_replica.h) until the front stops it.
+int run_replica_leader(ServeArgs& a, ParallelRun& par) {
+  std::signal(SIGINT, SIG_IGN);
+  std::signal(SIGTERM, SIG_IGN);
+  auto engine = Engine::create(a.engine, par.tp_group());
+  if (!engine) return fail(engine.message());
+  MpiMailbox mail(*par.leaders);  // collective over the leaders: every engine is ready
+  serve_replica(**engine, mail);
+  return 0;
+}
+
+int run_other_rank(ServeArgs& a, ParallelRun& par) {
+  return par.is_leader() ? run_replica_leader(a, par) : run_follower(a, par);
+}
+
+// Rank 0 with --dp-size > 1: the HTTP server over the data-parallel front. Exits 3 when a
+// replica leader did not answer the stop (it is gone: MPI cannot finalise).
+int serve_front(ServeArgs& a, ParallelRun& par, Engine& engine, const Tokenizer* tok,
+                RoutesConfig routes) {
+  MpiMailbox mail(*par.leaders);
+  std::vector<int> leader_ranks;
+  for (int32_t r = 0; r < par.dp_size; ++r) leader_ranks.push_back(r * a.parallel.tp_size);
+  DpRouterOptions ro;
+  ro.n_replicas = par.dp_size;
+  ro.block_tokens = a.engine.page_size;
+  ro.min_match_tokens = a.engine.page_size;
+  DpFront front(engine, mail, std::move(leader_ranks), ro, a.parallel.dist_timeout_s);
+  auto server = Server::create(a.server, std::move(routes), front, tok);
+  if (!server) return fail(server.message());
+  announce(a, **server);
+  (*server)->run();
+  const bool stopped = front.stop();
+  engine.shutdown();
+  server->reset();
+  if (!stopped) std::_Exit(3);
+  std::fprintf(stderr, "dsserve serve: stopped\n");
+  return 0;
+}
+
 int run_serve(ServeArgs& a) {
   namespace fs = std::filesystem;
-  Result<ParallelRun> par = start_parallel(a.parallel);
+  Result<ParallelRun> par = start_parallel(
+      a.parallel, /*allow_replicas=*/true,
+      a.parallel.dp_size > 1 ? MpiThreadLevel::kMultiple : MpiThreadLevel::kSerialized);
   if (!par) return fail(par.message(), 2);
   a.engine.expert_parallel = a.parallel.ep_size > 1;
   a.engine.dist_timeout_s = a.parallel.dist_timeout_s;
   if (a.engine.model_dir.empty() && par->rank() != 0) {
     a.engine.model_dir = kDefaultModel;
     par->world->barrier();  // rank 0 creates it
-    return run_follower(a, *par);
+    return run_other_rank(a, *par);
   }
-  if (par->rank() != 0) return run_follower(a, *par);
+  if (par->rank() != 0) return run_other_rank(a, *par);
   if (a.engine.model_dir.empty()) {
     a.engine.model_dir = kDefaultModel;
     if (!fs::exists(fs::path(kDefaultModel) / "config.json")) {
@@ -94,14 +148,10 @@ int run_serve(ServeArgs& a) {
   if (!routes) return fail(routes.message(), 2);
   auto engine = Engine::create(a.engine, par->tp_group());
   if (!engine) return fail(engine.message());
+  if (par->dp_size > 1) return serve_front(a, *par, **engine, tok_ptr, std::move(*routes));
   auto server = Server::create(a.server, std::move(*routes), **engine, tok_ptr);
   if (!server) return fail(server.message());
-  const RoutesConfig& rc = (*server)->routes_config();
-  std::printf("dsserve: serving %s (%s format, tool parser %s) on http://%s:%u\n",
-              rc.served_model_name.c_str(), chat_format_name(rc.chat_format),
-              rc.tool_format ? chat_format_name(*rc.tool_format) : "none", a.server.host.c_str(),
-              static_cast<unsigned>((*server)->port()));
-  std::fflush(stdout);
+  announce(a, **server);
   (*server)->run();
   (*engine)->shutdown();  // aborts anything left; sinks post to a stopped loop (dropped below)
   server->reset();

@@ -16,7 +16,8 @@ void add_parallel_flags(CLI::App* cmd, ParallelArgs& a) {
                   "to --tp-size (the routed experts partitioned)")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
-  cmd->add_option("--dp-size", a.dp_size, "Data-parallel replicas (only 1 so far)")
+  cmd->add_option("--dp-size", a.dp_size,
+                  "Data-parallel replicas (serve, generate): --tp-size x --dp-size ranks in all")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
   cmd->add_flag("--enable-dp-attention", a.enable_dp_attention,
@@ -28,7 +29,8 @@ void add_parallel_flags(CLI::App* cmd, ParallelArgs& a) {
       ->capture_default_str();
 }
 
-Result<ParallelRun> start_parallel(const ParallelArgs& a, bool allow_replicas) {
+Result<ParallelRun> start_parallel(const ParallelArgs& a, bool allow_replicas,
+                                   MpiThreadLevel level) {
   if (a.ep_size != 1 && a.ep_size != a.tp_size) {
     return Status::error("--ep-size ", a.ep_size, ": must be 1 or equal to --tp-size (", a.tp_size,
                          ")");
@@ -36,8 +38,9 @@ Result<ParallelRun> start_parallel(const ParallelArgs& a, bool allow_replicas) {
   if (a.enable_dp_attention)
     return Status::error("--enable-dp-attention: not supported yet (use --tp-size)");
   if (a.dp_size != 1 && !allow_replicas)
-    return Status::error("--dp-size ", a.dp_size,
-                         ": data-parallel replicas run in `generate` only so far (use --tp-size)");
+    return Status::error(
+        "--dp-size ", a.dp_size,
+        ": data-parallel replicas run in `serve` and `generate` only (use --tp-size)");
   const int32_t world = a.tp_size * a.dp_size;
   // OpenMPI's mpirun sets this in every rank's environment.
   const char* launched = std::getenv("OMPI_COMM_WORLD_SIZE");
@@ -51,8 +54,7 @@ Result<ParallelRun> start_parallel(const ParallelArgs& a, bool allow_replicas) {
     return Status::error("--tp-size ", a.tp_size, ": start with mpirun -np ", world,
                          " (one process per rank)");
   }
-  DSS_ASSIGN_OR_RETURN(run.runtime,
-                       MpiRuntime::start(nullptr, nullptr, MpiThreadLevel::kSerialized));
+  DSS_ASSIGN_OR_RETURN(run.runtime, MpiRuntime::start(nullptr, nullptr, level));
   DSS_ASSIGN_OR_RETURN(MpiComm w, run.runtime->world(world));
   run.world.emplace(std::move(w));
   run.dp_size = a.dp_size;

@@ -15,7 +15,7 @@ namespace dss::app {
 struct ParallelArgs {
   int32_t tp_size = 1;  // --tp-size: ranks of the tensor-parallel group (heads, FFN rows, vocab)
   int32_t ep_size = 1;  // --ep-size / --expert-parallel-size: 1 or tp_size (experts partitioned)
-  int32_t dp_size = 1;  // --dp-size: data-parallel replicas (generate) / attention groups (not yet)
+  int32_t dp_size = 1;  // --dp-size: data-parallel replicas / attention groups (not yet)
   bool enable_dp_attention = false;
   double dist_timeout_s = 0.0;  // --dist-timeout: stalled-step limit (0: auto; step_watchdog.h)
 };
@@ -42,6 +42,9 @@ struct ParallelRun {
 // --tp-size, --dp-size > 1 where the command has no replicas yet (allow_replicas false) or
 // --enable-dp-attention (not supported yet), a world from mpirun whose size is not the flags'
 // (detected from OpenMPI's environment without starting MPI for a single-process run).
-Result<ParallelRun> start_parallel(const ParallelArgs& a, bool allow_replicas = false);
+// `level`: the MPI thread support the command needs (kMultiple where a mailbox thread talks
+// while the engine runs collectives: serve --dp-size).
+Result<ParallelRun> start_parallel(const ParallelArgs& a, bool allow_replicas = false,
+                                   MpiThreadLevel level = MpiThreadLevel::kSerialized);
 
 }  // namespace dss::app

@@ -298,7 +298,7 @@ Engine::~Engine() { shutdown(); }
 const ModelConfig& Engine::model_config() const { return impl_->model->config(); }
 int32_t Engine::context_length() const { return impl_->context_length; }
 
-Result<RequestId> Engine::submit(GenerateRequest req, EventSink sink) {
+Status Engine::validate(const GenerateRequest& req) const {
   const ModelConfig& c = impl_->model->config();
   if (req.prompt.empty()) return Status::error("prompt: must contain at least one token");
   for (TokenId t : req.prompt) {
@@ -319,6 +319,11 @@ Result<RequestId> Engine::submit(GenerateRequest req, EventSink sink) {
                          " tokens; the request has ", n, " prompt tokens and asks for ",
                          req.params.max_tokens, " new tokens (reduce the prompt or max_tokens)");
   }
+  return Status::ok();
+}
+
+Result<RequestId> Engine::submit(GenerateRequest req, EventSink sink) {
+  DSS_RETURN_IF_ERROR(validate(req));
   const RequestId id = impl_->next_id.fetch_add(1);
   {
     std::lock_guard<std::mutex> lk(impl_->mu);

@@ -122,6 +122,7 @@ std::string Metrics::render(const EngineStats& s, double now_s) {
 
   render_gauges(s, now_s, out);
   if (!s.ranks.empty()) render_ranks(s, out);
+  if (!s.replicas.empty()) render_replicas(s, out);
   if (s.spec_num_steps > 0) render_spec(s, out);
 
   head(out, p + "time_to_first_token_seconds", "histogram", "Arrival to first token.");
@@ -174,6 +175,27 @@ void Metrics::render_spec(const EngineStats& s, std::string& out) {
 }
 
 // Tensor parallel: one series per rank (label `rank`), as of the engine's last exchange.
+// The data-parallel front's replicas (`replica` label): where requests went, what each holds.
+void Metrics::render_replicas(const EngineStats& s, std::string& out) {
+  const std::string p = "dsserve:dp_replica_";
+  auto per_replica = [&](const std::string& name, const char* type, const char* help, auto value) {
+    head(out, p + name, type, help);
+    for (size_t r = 0; r < s.replicas.size(); ++r)
+      sample(out, p + name, static_cast<double>(value(s.replicas[r])),
+             "replica=\"" + std::to_string(r) + "\"");
+  };
+  per_replica("requests_routed_total", "counter", "Requests the front sent to this replica.",
+              [](const ReplicaStats& r) { return r.routed; });
+  per_replica("num_requests_running", "gauge", "Requests in this replica's running batch.",
+              [](const ReplicaStats& r) { return r.n_running; });
+  per_replica("num_requests_waiting", "gauge", "Requests waiting in this replica's queue.",
+              [](const ReplicaStats& r) { return r.n_waiting; });
+  per_replica("kv_pages_used", "gauge", "KV cache pages in use in this replica.",
+              [](const ReplicaStats& r) { return r.kv_pages_used; });
+  per_replica("generation_tokens_total", "counter", "Tokens this replica generated.",
+              [](const ReplicaStats& r) { return r.generation_tokens; });
+}
+
 void Metrics::render_ranks(const EngineStats& s, std::string& out) {
   const std::string p = "dsserve:";
   auto per_rank = [&](const std::string& name, const char* type, const char* help, auto value) {

@@ -27,7 +27,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/engine.h"
+#include "engine/engine_api.h"
 
 namespace dss {
 
@@ -66,6 +66,7 @@ class Metrics {
  private:
   void render_gauges(const EngineStats& s, double now_s, std::string& out);
   void render_ranks(const EngineStats& s, std::string& out);
+  void render_replicas(const EngineStats& s, std::string& out);
   void render_spec(const EngineStats& s, std::string& out);
 
   std::mutex mu_;

@@ -45,7 +45,8 @@ bool authorized(const std::string& header, const std::string& api_key) {
 
 }  // namespace
 
-OpenAiRoutes::OpenAiRoutes(Engine& engine, const Tokenizer* tok, Metrics& metrics, RoutesConfig cfg)
+OpenAiRoutes::OpenAiRoutes(EngineApi& engine, const Tokenizer* tok, Metrics& metrics,
+                           RoutesConfig cfg)
     : engine_(engine),
       tok_(tok),
       metrics_(metrics),

@@ -20,7 +20,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/engine.h"
+#include "engine/engine_api.h"
 #include "grammar/grammar_compiler.h"
 #include "server/api_error.h"
 #include "server/choice_stream.h"
@@ -47,7 +47,7 @@ struct RoutesConfig {
 class OpenAiRoutes {
  public:
   // `tok` may be null (--skip-tokenizer-init). engine, tok and metrics must outlive this.
-  OpenAiRoutes(Engine& engine, const Tokenizer* tok, Metrics& metrics, RoutesConfig cfg);
+  OpenAiRoutes(EngineApi& engine, const Tokenizer* tok, Metrics& metrics, RoutesConfig cfg);
   ~OpenAiRoutes();
 
   void handle(HttpRequest&& req, std::shared_ptr<HttpExchange> ex);
@@ -76,7 +76,7 @@ class OpenAiRoutes {
   void submit(const std::shared_ptr<Call>& call, const PreparedRequest& prep);
   void on_call_done(uint64_t call_id, int32_t n_engine_requests);
 
-  Engine& engine_;
+  EngineApi& engine_;
   const Tokenizer* tok_;
   Metrics& metrics_;
   RoutesConfig cfg_;

@@ -39,7 +39,7 @@ Result<RoutesConfig> routes_config_from(const ServerOptions& opts, const std::st
 }
 
 Result<std::unique_ptr<Server>> Server::create(const ServerOptions& opts, RoutesConfig routes,
-                                               Engine& engine, const Tokenizer* tok) {
+                                               EngineApi& engine, const Tokenizer* tok) {
   std::unique_ptr<Server> s(new Server());
   s->routes_ = std::make_unique<OpenAiRoutes>(engine, tok, s->metrics_, std::move(routes));
   OpenAiRoutes* r = s->routes_.get();

@@ -1,7 +1,8 @@
-// Server: the HTTP front end of `dsserve serve` assembled over one Engine: the routes' settings
-// from the flags and the model (routes_config_from), the Prometheus metrics, the OpenAI routes and
-// the HTTP transport, with the transport's hooks (handle, in_flight, cancel_all) and the routes'
-// draining check (503 while shutting down) wired between them.
+// Server: the HTTP front end of `dsserve serve` assembled over one EngineApi (an Engine, or the
+// data-parallel front over several: engine/dp_front.h): the routes' settings from the flags and the
+// model (routes_config_from), the Prometheus metrics, the OpenAI routes and the HTTP transport,
+// with the transport's hooks (handle, in_flight, cancel_all) and the routes' draining check (503
+// while shutting down) wired between them.
 //
 // Ownership: owns the metrics, routes and transport; the engine and the tokenizer are the
 // caller's and must outlive the Server. Teardown order: run() returns after the graceful
@@ -15,7 +16,7 @@
 #include <string>
 
 #include "base/status.h"
-#include "engine/engine.h"
+#include "engine/engine_api.h"
 #include "io/json.h"
 #include "server/http_server.h"
 #include "server/metrics.h"
@@ -40,7 +41,7 @@ class Server {
  public:
   // Binds and listens on opts.host:opts.port (errors: address in use, bad host).
   static Result<std::unique_ptr<Server>> create(const ServerOptions& opts, RoutesConfig routes,
-                                                Engine& engine, const Tokenizer* tok);
+                                                EngineApi& engine, const Tokenizer* tok);
   ~Server();
 
   const RoutesConfig& routes_config() const { return routes_->config(); }

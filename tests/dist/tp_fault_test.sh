@@ -5,9 +5,21 @@
 #     error event and [DONE], mpirun's exit status must be non-zero and the log must name rank 1;
 #   hung (SIGSTOP rank 1): the step watchdog must turn /health unhealthy, end the stream with an
 #     error event, and every rank must be gone within 10 s with a non-zero status.
-# Usage: tp_fault_test.sh DSSERVE REPO_ROOT
+# MODE dp runs `--dp-size 2` instead (two replicas behind the data-parallel front, the stream on
+# replica 0): a killed rank 1 makes mpirun signal rank 0, whose front answers every open request
+# at once; a hung one stops sending its heartbeat, and the front gives up after 5 s.
+# Usage: tp_fault_test.sh DSSERVE REPO_ROOT [tp|dp]
 set -euo pipefail
-bin="$(realpath "$1")" root="$(realpath "$2")"
+bin="$(realpath "$1")" root="$(realpath "$2")" mode="${3:-tp}"
+if [ "$mode" = dp ]; then
+  flags=(--dp-size 2)
+  killed_error='the parallel job is ending'
+  hung_error='rank 1 (leader of replica 1) sent nothing for'
+else
+  flags=(--tp-size 2)
+  killed_error='rank 0: step [0-9]* stalled'
+  hung_error=$killed_error
+fi
 # shellcheck source=../server/server_lib.sh
 source "$root/tests/server/server_lib.sh"
 scratch_dir tp-fault
@@ -53,7 +65,7 @@ check_rank_metrics() {
 run_case() {
   local name=$1 sig=$2 log="$WORK/$1.log" out="$WORK/$1.stream"
   mpirun --oversubscribe --bind-to none -np 2 "$bin" serve --model "$WORK/tiny-v32" --port 0 \
-    --tp-size 2 >"$log" 2>&1 &
+    "${flags[@]}" >"$log" 2>&1 &
   local launcher=$! port
   port=$(wait_for_port "$name" "$log" "$launcher") || exit 1  # it has printed why
   curl -sN "http://127.0.0.1:$port/v1/completions" -o "$out" \
@@ -66,7 +78,7 @@ run_case() {
     sleep 0.05
   done
   [ "$n_chunks" -ge 5 ] || { cat "$out" >&2; fail "$name: the stream did not start"; }
-  if [ "$name" = killed ]; then check_rank_metrics "$port" "$out"; fi
+  if [ "$name" = killed ] && [ "$mode" = tp ]; then check_rank_metrics "$port" "$out"; fi
   local r1
   r1=$(rank_pid "$launcher" 1)
   [ -n "$r1" ] || fail "$name: rank 1 not found"
@@ -91,10 +103,12 @@ run_case() {
     "/health unhealthy at ${unhealthy_ms:-never seen} ms"
   [ "$gone_ms" -le 10000 ] || fail "$name: took $gone_ms ms (> 10 s)"
   [ "$rc" -ne 0 ] || fail "$name: exit status 0"
-  grep -q '^data: {"error":{"message":"rank 0: step [0-9]* stalled' "$out" ||
+  local error=$killed_error
+  [ "$sig" = KILL ] || error=$hung_error
+  grep -q "^data: {\"error\":{\"message\":\"$error" "$out" ||
     { tail -c 500 "$out" >&2; fail "$name: the stream has no error event"; }
   [ "$(grep '^data: ' "$out" | tail -1)" = "data: [DONE]" ] || fail "$name: no [DONE] after the error"
-  grep -q "stalled for" "$log" || { cat "$log" >&2; fail "$name: the log has no stall line"; }
+  [ "$mode" = dp ] || grep -q "stalled for" "$log" || { cat "$log" >&2; fail "$name: the log has no stall line"; }
   if [ "$sig" = KILL ]; then
     grep -q "process rank 1 .*exited on signal 9" "$log" || { cat "$log" >&2; fail "$name: log does not name rank 1"; }
   else
@@ -104,4 +118,4 @@ run_case() {
 
 run_case killed KILL
 run_case hung STOP
-echo "tp_fault_test: all passed"
+echo "tp_fault_test ($mode): all passed"

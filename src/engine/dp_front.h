@@ -1,0 +1,100 @@
+// DpFront: `serve --dp-size D` on world rank 0: one EngineApi over D data-parallel replicas, its
+// own engine (replica 0) and the leaders of replicas 1..D-1 (engine/dp_replica.h), reached through
+// an MpiMailbox over the leaders (mailbox rank r = replica r).
+//
+// A request is checked against the local engine (every replica runs the same configuration), then
+// routed by DpRouter (sched/dp_router.h): the replica whose prefix cache most likely holds its
+// prompt's prefix, else the least loaded (load = requests in flight there). A request with an
+// output grammar stays on replica 0 (compiled grammars do not travel). Remote requests and cancels
+// go out on the mailbox thread; their token events come back in batches and reach the sinks on
+// that thread, with the times moved to this process's clock (arrival = when submit() ran here).
+// Ids are the front's own. stats() sums the replicas' (the remote ones as of their last report,
+// every kDpStatsEveryS).
+// Faults: a replica leader that sends nothing (its reports are the heartbeat) for the limit
+// (--dist-timeout, else kDpSilentLimitS) is gone or hung: on_stall runs with a message naming its
+// world rank, then the process exits with status 3, as the step watchdog does.
+// Threading: every method on any thread; sinks run on the local engine's thread or the mailbox
+// thread and must not block.
+#pragma once
+
+#include <atomic>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "dist/mpi_mailbox.h"
+#include "engine/engine.h"
+#include "sched/dp_router.h"
+
+namespace dss {
+
+inline constexpr double kDpStatsEveryS = 0.2;
+inline constexpr double kDpSilentLimitS = 5.0;
+
+class DpFront final : public EngineApi {
+ public:
+  // leader_world_ranks[r]: replica r's leader's world rank (for messages); mail.size() replicas.
+  DpFront(Engine& local, MpiMailbox& mail, std::vector<int> leader_world_ranks,
+          const DpRouterOptions& router, double silent_limit_s);
+  ~DpFront() override;
+
+  Result<RequestId> submit(GenerateRequest req, EventSink sink) override;
+  void cancel(RequestId id) override;
+  EngineStats stats() const override;
+  const ModelConfig& model_config() const override { return local_.model_config(); }
+  int32_t context_length() const override { return local_.context_length(); }
+  void set_on_stall(std::function<void(const std::string&)> on_stall) override;
+  // The launcher is ending the job (a rank died, or mpirun was signalled): the remote replicas'
+  // requests cannot finish, so every open call is answered now (on_stall).
+  void expect_shutdown() override;
+
+  // Stops the remote replicas (they abort what is left: kAbort events reach the sinks) and waits
+  // up to `timeout_s` for each one's last message. False if one did not answer. Idempotent. The
+  // local engine is the caller's to shut down.
+  bool stop(double timeout_s = 10.0);
+
+ private:
+  struct Route {
+    int32_t replica = 0;
+    RequestId inner = 0;  // the local engine's id (replica 0); remote ones use the front's
+    EventSink sink;
+    double t_submit = 0.0;
+  };
+  struct Outgoing {
+    int32_t replica;
+    int tag;
+    std::vector<uint8_t> bytes;
+  };
+  void run();  // the mailbox thread
+  void on_events(int32_t replica, std::vector<TokenEvent> events);
+  void finish(RequestId id, int32_t replica);  // under mu_
+  void check_silence(double now);
+  void fail(const std::string& why);
+
+  Engine& local_;
+  MpiMailbox& mail_;
+  std::vector<int> leader_world_ranks_;
+  double silent_limit_s_;
+  int32_t n_replicas_;
+
+  mutable std::mutex mu_;
+  DpRouter router_;
+  std::vector<int64_t> load_;                    // requests in flight per replica
+  std::vector<int64_t> routed_;                  // requests sent, per replica
+  std::unordered_map<RequestId, Route> routes_;  // requests in flight
+  std::deque<Outgoing> outbox_;
+  std::vector<EngineStats> remote_stats_;  // [n_replicas]; [0] unused
+  std::vector<double> last_heard_;         // [n_replicas]; now_seconds()
+  std::function<void(const std::string&)> on_stall_;
+  bool stopping_ = false;
+  int32_t n_byes_ = 0;
+  std::atomic<bool> done_{false};
+  std::atomic<RequestId> next_id_{1};
+  std::thread thread_;
+};
+
+}  // namespace dss

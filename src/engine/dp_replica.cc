@@ -1,0 +1,104 @@
+#include "engine/dp_replica.h"
+
+#include <algorithm>
+#include <chrono>
+#include <mutex>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "base/check.h"
+#include "base/clock.h"
+#include "engine/dp_front.h"
+#include "engine/dp_wire.h"
+
+namespace dss {
+
+namespace {
+
+constexpr int64_t kPollMinUs = 20, kPollMaxUs = 1000;  // as the front's (dp_front.cc)
+constexpr int kFront = 0;                              // the front's mailbox rank
+
+// The events the engine's sinks produced since the last send (engine thread -> mailbox thread).
+struct EventQueue {
+  std::mutex mu;
+  std::vector<TokenEvent> events;
+  void push(TokenEvent&& e) {
+    std::lock_guard<std::mutex> lk(mu);
+    events.push_back(std::move(e));
+  }
+  std::vector<TokenEvent> take() {
+    std::lock_guard<std::mutex> lk(mu);
+    return std::exchange(events, {});
+  }
+};
+
+// Sends what the engine emitted; forgets the requests that ended. True if anything went out.
+bool flush(EventQueue& q, MpiMailbox& mail, std::unordered_map<RequestId, RequestId>& inner) {
+  const std::vector<TokenEvent> events = q.take();
+  if (events.empty()) return false;
+  for (const TokenEvent& e : events) {
+    if (e.is_last()) inner.erase(e.id);
+  }
+  mail.send(kFront, kDpEvents, encode_events(events));
+  return true;
+}
+
+void submit(Engine& engine, EventQueue& q, std::unordered_map<RequestId, RequestId>& inner,
+            std::span<const uint8_t> bytes) {
+  auto [id, req] = decode_request(bytes);
+  const auto n_prompt = static_cast<int32_t>(req.prompt.size());
+  Result<RequestId> r = engine.submit(std::move(req), [&q, id = id](TokenEvent&& e) {
+    e.id = id;
+    q.push(std::move(e));
+  });
+  if (r) {
+    inner[id] = *r;
+    return;
+  }
+  TokenEvent e;  // checked by the front already: only a shutting-down engine refuses
+  e.id = id;
+  e.error = r.message();
+  e.error_kind = RequestError::kRejected;
+  e.n_prompt = n_prompt;
+  q.push(std::move(e));
+}
+
+}  // namespace
+
+void serve_replica(Engine& engine, MpiMailbox& mail) {
+  DSS_CHECK(mail.rank() > 0, "serve_replica on the front's rank");
+  EventQueue q;
+  std::unordered_map<RequestId, RequestId> inner;  // front id -> engine id, in flight
+  double next_stats = 0.0;
+  int64_t pause_us = kPollMinUs;
+  for (;;) {
+    bool moved = false;
+    while (std::optional<MpiMailbox::Message> m = mail.poll()) {
+      moved = true;
+      DSS_CHECK(m->source == kFront, "replica leader: a message from mailbox rank ", m->source);
+      if (m->tag == kDpRequest) {
+        submit(engine, q, inner, m->bytes);
+      } else if (m->tag == kDpCancel) {
+        auto it = inner.find(decode_id(m->bytes));
+        if (it != inner.end()) engine.cancel(it->second);
+      } else {
+        DSS_CHECK(m->tag == kDpStop, "replica leader: unexpected tag ", m->tag);
+        engine.shutdown();  // the kAbort events of what is left are in q now
+        flush(q, mail, inner);
+        mail.send(kFront, kDpBye, {});
+        return;
+      }
+    }
+    moved |= flush(q, mail, inner);
+    const double now = now_seconds();
+    if (now >= next_stats) {
+      mail.send(kFront, kDpStats, encode_stats(engine.stats()));
+      next_stats = now + kDpStatsEveryS;
+    }
+    pause_us = moved ? kPollMinUs : std::min(2 * pause_us, kPollMaxUs);
+    std::this_thread::sleep_for(std::chrono::microseconds(pause_us));
+  }
+}
+
+}  // namespace dss

@@ -1,0 +1,105 @@
+#!/usr/bin/env bash
+# `mpirun -np 2 dsserve serve --dp-size 2` (two replicas behind the data-parallel front,
+# engine/dp_front.h) against one process, --matmul-dtype f32, tiny random V3 checkpoint:
+# - 16 greedy completions (token-id prompts of 1-70 tokens, 1-12 new tokens, concurrent) give the
+#   one process's tokens, and both replicas served some (dp_replica_requests_routed_total);
+# - 4 prompts sharing a 3-page prefix all go to one replica (the prefix-aware router);
+# - `dsserve bench` counts exactly the tokens asked, equal to the server's counters;
+# - SIGTERM to rank 0 drains and every rank exits 0.
+# Usage: dp_serve_test.sh DSSERVE REPO_ROOT
+set -euo pipefail
+DSSERVE=$(realpath "$1")
+ROOT=$2
+PY=/usr/bin/python3
+# shellcheck source=../server/server_lib.sh
+source "$ROOT/tests/server/server_lib.sh"
+scratch_dir dp-serve
+
+"$DSSERVE" init-model --preset tiny --out "$WORK/tiny" --seed 11 >/dev/null 2>&1
+common=(--model "$WORK/tiny" --matmul-dtype f32 --threads 1 --page-size 16)
+start_server ONE "${common[@]}"
+PIDS+=("$ONE_PID")
+
+mpirun --oversubscribe --bind-to none --mca btl self,vader -np 2 "$DSSERVE" serve --port 0 \
+  "${common[@]}" --dp-size 2 >"$WORK/dp.log" 2>&1 &
+LAUNCHER=$!
+PIDS+=("$LAUNCHER")
+DP_PORT=$(wait_for_port DP "$WORK/dp.log" "$LAUNCHER") || exit 1
+rank_pids() { pgrep -P "$LAUNCHER" || true; }
+for p in $(rank_pids); do PIDS+=("$p"); done
+
+routed() {  # routed R: dp_replica_requests_routed_total of replica R
+  curl -s "http://127.0.0.1:$DP_PORT/metrics" |
+    awk -v r="$1" '$1 == "dsserve:dp_replica_requests_routed_total{replica=\"" r "\"}" { print $2 }'
+}
+
+$PY - "$ONE_PORT" "$DP_PORT" <<'PYEOF' || fail "greedy equality"
+import json, sys, urllib.request, concurrent.futures as cf
+one, dp = sys.argv[1:3]
+def complete(port, prompt, n):
+    body = json.dumps({"model": "tiny", "prompt": prompt, "max_tokens": n, "temperature": 0,
+                       "ignore_eos": True, "logprobs": 0}).encode()
+    req = urllib.request.Request(f"http://127.0.0.1:{port}/v1/completions", body,
+                                 {"content-type": "application/json"})
+    d = json.load(urllib.request.urlopen(req, timeout=120))
+    return d["choices"][0]["logprobs"]["tokens"], d["usage"]["completion_tokens"]
+cases = [([(7 * i + 3 * k) % 1000 + 5 for k in range(1 + (i * 9) % 70)], 1 + i % 12)
+         for i in range(16)]
+with cf.ThreadPoolExecutor(16) as ex:
+    a = list(ex.map(lambda c: complete(one, *c), cases))
+    b = list(ex.map(lambda c: complete(dp, *c), cases))
+for i, (x, y) in enumerate(zip(a, b)):
+    assert x == y, (i, x, y)
+    assert x[1] == cases[i][1], (i, x[1])
+print("ok   16 greedy completions equal to one process")
+PYEOF
+r0=$(routed 0) r1=$(routed 1)
+echo "routed: replica 0 $r0, replica 1 $r1"
+[ "$r0" -gt 0 ] && [ "$r1" -gt 0 ] && [ $((r0 + r1)) -eq 16 ] || fail "routing: $r0 + $r1"
+
+$PY - "$DP_PORT" <<'PYEOF' || fail "prefix requests"
+import json, sys, urllib.request
+port = sys.argv[1]
+prefix = [(13 * k) % 900 + 7 for k in range(48)]  # 3 pages of 16
+for tail in range(4):
+    body = json.dumps({"model": "tiny", "prompt": prefix + [100 + tail, 200 + tail],
+                       "max_tokens": 2, "temperature": 0}).encode()
+    req = urllib.request.Request(f"http://127.0.0.1:{port}/v1/completions", body,
+                                 {"content-type": "application/json"})
+    urllib.request.urlopen(req, timeout=120).read()
+PYEOF
+d0=$(($(routed 0) - r0)) d1=$(($(routed 1) - r1))
+echo "prefix-sharing prompts routed: replica 0 +$d0, replica 1 +$d1"
+{ [ "$d0" -eq 4 ] && [ "$d1" -eq 0 ]; } || { [ "$d0" -eq 0 ] && [ "$d1" -eq 4 ]; } ||
+  fail "prefix-sharing prompts split across replicas"
+
+g0=$(metric dsserve:generation_tokens_total "$DP_PORT")
+"$DSSERVE" bench --base-url "http://127.0.0.1:$DP_PORT/v1" --scenario custom --endpoint completions \
+  --input-len 20 --output-len 7 --num-prompts 12 --max-concurrency 6 --ignore-eos \
+  --json-out "$WORK/bench.json" >"$WORK/bench.out" 2>&1 || { cat "$WORK/bench.out"; fail "bench"; }
+g1=$(metric dsserve:generation_tokens_total "$DP_PORT")
+$PY - "$WORK/bench.json" "$((g1 - g0))" <<'PYEOF' || fail "bench counts"
+import json, sys
+d = json.load(open(sys.argv[1]))
+dg = int(sys.argv[2])
+assert d["completed"] == 12 and d["failed"] == 0, d["completed"]
+assert d["output_lens"] == [7] * 12, d["output_lens"]
+assert d["total_output_tokens"] == 84
+assert dg == 84 + d["warmup"]["output_tokens"], (dg, d["warmup"])
+print(f"ok   bench: 12 requests x 7 tokens, server counted {dg} (warmup {d['warmup']['output_tokens']})")
+PYEOF
+
+curl -s "http://127.0.0.1:$DP_PORT/metrics" >"$WORK/metrics.txt"
+promtool_check "$WORK/metrics.txt"
+rank0=""
+for p in $(rank_pids); do
+  tr '\0' '\n' <"/proc/$p/environ" | grep -qx OMPI_COMM_WORLD_RANK=0 && rank0=$p
+done
+[ -n "$rank0" ] || fail "no rank 0"
+kill -TERM "$rank0"
+rc=0
+wait "$LAUNCHER" || rc=$?
+[ "$rc" = 0 ] || { tail -20 "$WORK/dp.log" >&2; fail "mpirun exit status $rc after SIGTERM to rank 0"; }
+grep -q "dsserve serve: stopped" "$WORK/dp.log" || fail "rank 0 did not stop cleanly"
+stop_server ONE
+echo "PASS"

@@ -34,10 +34,11 @@ int run_bench_model_cmd(const perf::BenchModelOptions& a) {
     return 2;
   }
   if (par->rank() != 0 && std::freopen("/dev/null", "w", stdout) == nullptr) return 1;
-  auto loaded = Model::load(LoadOptions{a.model, a.n_threads, a.weight_dtype, ActQuant::kNone,
-                                        a.weight_layout, a.lm_head_dtype, a.matmul_dtype,
-                                        pa.ep_size > 1, a.speculative, a.weight_cache_dir},
-                            par->tp_group());
+  auto loaded =
+      Model::load(LoadOptions{a.model, a.n_threads, a.weight_dtype, ActQuant::kNone,
+                              a.weight_layout, a.lm_head_dtype, a.matmul_dtype, pa.ep_size > 1,
+                              a.speculative, a.weight_cache_dir, par->dp_attention},
+                  par->model_group());
   if (!loaded) {
     std::fprintf(stderr, "dsserve bench-model: %s\n", loaded.message().c_str());
     return 1;

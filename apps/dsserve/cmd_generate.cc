@@ -87,7 +87,7 @@ int run_generate(GenerateArgs& a) {
   }
   a.engine.expert_parallel = a.parallel.ep_size > 1;
   a.engine.dist_timeout_s = a.parallel.dist_timeout_s;
-  auto engine = Engine::create(a.engine, par->tp_group());
+  auto engine = Engine::create(a.engine, par->tp_group(), par->dp_attention_group());
   if (!engine) {
     std::fprintf(stderr, "dsserve generate: %s\n", engine.message().c_str());
     return 1;
@@ -111,6 +111,9 @@ int run_generate(GenerateArgs& a) {
     lines.emplace_back(i, batch_result_json(i, requests[i], results[k], tok.has_value()).dump());
   }
   const EngineStats st = (*engine)->stats();
+  // Before the leaders' collectives: under DP attention the engine thread steps in lockstep
+  // over the world until every rank's engine has stopped (MPI runs one thread at a time here).
+  (*engine)->shutdown();
   std::vector<int64_t> totals = {st.prompt_tokens_computed, st.generation_tokens,
                                  st.prefix_hit_tokens,      st.steps,
                                  st.spec.draft_tokens,      st.spec.accepted_tokens};

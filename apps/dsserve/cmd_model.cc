@@ -67,11 +67,11 @@ int run_logits(const LogitsArgs& a) {
     return 2;
   }
   const double t0 = now_seconds();
-  auto model =
-      Model::load(LoadOptions{a.model, a.n_threads, a.weight_dtype, a.act_quant, a.weight_layout,
-                              a.lm_head_dtype, a.matmul_dtype, a.parallel.ep_size > 1,
-                              a.speculative.algorithm == SpecAlgorithm::kNextn},
-                  par->tp_group());
+  auto model = Model::load(
+      LoadOptions{a.model, a.n_threads, a.weight_dtype, a.act_quant, a.weight_layout,
+                  a.lm_head_dtype, a.matmul_dtype, a.parallel.ep_size > 1,
+                  a.speculative.algorithm == SpecAlgorithm::kNextn, "", par->dp_attention},
+      par->model_group());
   if (!model) {
     std::fprintf(stderr, "dsserve logits: %s\n", model.message().c_str());
     return 1;

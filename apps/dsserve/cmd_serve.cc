@@ -54,7 +54,7 @@ void announce(const ServeArgs& a, Server& server) {
 int run_follower(ServeArgs& a, ParallelRun& par) {
   std::signal(SIGINT, SIG_IGN);
   std::signal(SIGTERM, SIG_IGN);
-  auto engine = Engine::create(a.engine, par.tp_group());
+  auto engine = Engine::create(a.engine, par.tp_group(), par.dp_attention_group());
   if (!engine) return fail(engine.message());
   (*engine)->follow();
   return 0;
@@ -65,7 +65,7 @@ int run_follower(ServeArgs& a, ParallelRun& par) {
 int run_replica_leader(ServeArgs& a, ParallelRun& par) {
   std::signal(SIGINT, SIG_IGN);
   std::signal(SIGTERM, SIG_IGN);
-  auto engine = Engine::create(a.engine, par.tp_group());
+  auto engine = Engine::create(a.engine, par.tp_group(), par.dp_attention_group());
   if (!engine) return fail(engine.message());
   MpiMailbox mail(*par.leaders);  // collective over the leaders: every engine is ready
   serve_replica(**engine, mail);
@@ -82,7 +82,7 @@ int serve_front(ServeArgs& a, ParallelRun& par, Engine& engine, const Tokenizer*
                 RoutesConfig routes) {
   MpiMailbox mail(*par.leaders);
   std::vector<int> leader_ranks;
-  for (int32_t r = 0; r < par.dp_size; ++r) leader_ranks.push_back(r * a.parallel.tp_size);
+  for (int32_t r = 0; r < par.dp_size; ++r) leader_ranks.push_back(par.leader_rank(r));
   DpRouterOptions ro;
   ro.n_replicas = par.dp_size;
   ro.block_tokens = a.engine.page_size;
@@ -92,8 +92,9 @@ int serve_front(ServeArgs& a, ParallelRun& par, Engine& engine, const Tokenizer*
   if (!server) return fail(server.message());
   announce(a, **server);
   (*server)->run();
+  front.request_stop();
+  engine.shutdown();  // under DP attention it returns once every rank's engine has stopped
   const bool stopped = front.stop();
-  engine.shutdown();
   server->reset();
   if (!stopped) std::_Exit(3);
   std::fprintf(stderr, "dsserve serve: stopped\n");
@@ -146,7 +147,7 @@ int run_serve(ServeArgs& a) {
   const Tokenizer* tok_ptr = tok ? &*tok : nullptr;
   auto routes = routes_config_from(a.server, dir, *config, tok_ptr);
   if (!routes) return fail(routes.message(), 2);
-  auto engine = Engine::create(a.engine, par->tp_group());
+  auto engine = Engine::create(a.engine, par->tp_group(), par->dp_attention_group());
   if (!engine) return fail(engine.message());
   if (par->dp_size > 1) return serve_front(a, *par, **engine, tok_ptr, std::move(*routes));
   auto server = Server::create(a.server, std::move(*routes), **engine, tok_ptr);

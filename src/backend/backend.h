@@ -60,6 +60,9 @@ struct WorkspaceLimits {
   // The MTP module runs on this workspace (Model::mtp_forward; its eh_proj reads 2 d_model
   // inputs per token), and Model::forward keeps every token's final-normed hidden state.
   bool mtp = false;
+  // DP attention: ranks of the MoE layers' token exchange (model/deepseek/moe_dispatch.h); 0:
+  // none. The exchange buffers hold up to ep_ranks x max_tokens rows.
+  int32_t ep_ranks = 0;
 };
 
 // A backend's private scratch (attention tiles and partials, MoE buckets, top-k buffers, W8A8
@@ -170,9 +173,14 @@ struct MoeArgs {
   int32_t expert_begin = 0, expert_end = INT32_MAX;
   const FfnWeights* shared = nullptr;  // nullptr: no shared expert
   int32_t n_tok = 0;
-  const float* x = nullptr;                // [T, d_model]
-  float* out = nullptr;                    // [T, d_model]
-  int32_t* sel_experts = nullptr;          // out [T, n_experts_per_tok], selection order
+  const float* x = nullptr;        // [T, d_model]
+  float* out = nullptr;            // [T, d_model]
+  int32_t* sel_experts = nullptr;  // out [T, n_experts_per_tok], selection order
+  // Expert parallel across DP-attention groups (model/deepseek/moe_dispatch.h):
+  // sel_weights_out (not null): the routing weights too, [T, n_experts_per_tok];
+  // sel_weights_in (not null): no routing; sel_experts is an input with these weights.
+  float* sel_weights_out = nullptr;
+  const float* sel_weights_in = nullptr;
   int64_t* routed_expert_reads = nullptr;  // += experts with at least one token
 };
 

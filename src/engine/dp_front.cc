@@ -137,14 +137,15 @@ void DpFront::expect_shutdown() {
       "was stopped); requests on other replicas cannot finish");
 }
 
+void DpFront::request_stop() {
+  std::lock_guard<std::mutex> lk(mu_);
+  if (stopping_) return;
+  stopping_ = true;
+  for (int32_t r = 1; r < n_replicas_; ++r) outbox_.push_back({r, kDpStop, {}});
+}
+
 bool DpFront::stop(double timeout_s) {
-  {
-    std::lock_guard<std::mutex> lk(mu_);
-    if (!stopping_) {
-      stopping_ = true;
-      for (int32_t r = 1; r < n_replicas_; ++r) outbox_.push_back({r, kDpStop, {}});
-    }
-  }
+  request_stop();
   const double deadline = now_seconds() + timeout_s;
   while (!done_.load() && now_seconds() < deadline)
     std::this_thread::sleep_for(std::chrono::milliseconds(1));

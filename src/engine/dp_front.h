@@ -52,9 +52,12 @@ class DpFront final : public EngineApi {
   // requests cannot finish, so every open call is answered now (on_stall).
   void expect_shutdown() override;
 
-  // Stops the remote replicas (they abort what is left: kAbort events reach the sinks) and waits
-  // up to `timeout_s` for each one's last message. False if one did not answer. Idempotent. The
-  // local engine is the caller's to shut down.
+  // Tells the remote replicas to stop (they abort what is left: kAbort events reach the sinks);
+  // returns at once. New requests are refused from then on.
+  void request_stop();
+  // request_stop(), then waits up to `timeout_s` for each replica's last message. False if one
+  // did not answer. Idempotent. The local engine is the caller's to shut down: under DP attention
+  // between the two (the engines stop together, in lockstep).
   bool stop(double timeout_s = 10.0);
 
  private:

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <chrono>
 #include <cmath>
 #include <fstream>
 #include <future>
@@ -93,6 +94,10 @@ Result<int64_t> kv_pool_pages(const EngineOptions& o, const KvLayout& layout,
   return n_pages;
 }
 
+// DP attention, every rank idle: the pause before the next lockstep round (a new request wakes
+// its rank at once; the others join within this).
+constexpr std::chrono::milliseconds kLockstepIdlePause{1};
+
 int32_t max_draft_steps(const SpeculativeOptions& s) {
   return s.algorithm == SpecAlgorithm::kNone ? 0 : s.num_steps;
 }
@@ -117,6 +122,8 @@ struct Engine::Impl {
   EngineOptions opts;
   std::unique_ptr<Model> model;
   MpiComm* tp_group = nullptr;             // size > 1 only
+  MpiComm* dp_group = nullptr;             // DP attention: the ranks stepping in lockstep
+  bool last_round_busy = false;            // DP attention: some rank had work last round
   std::unique_ptr<StepChannel> steps;      // tensor parallel: rank 0 sends, the others receive
   std::unique_ptr<StepWatchdog> watchdog;  // tensor parallel: ends the job if a step stalls
   RankStats own;                           // tensor parallel: this rank's totals
@@ -124,6 +131,13 @@ struct Engine::Impl {
   // Tensor parallel, every rank: one forward of the group's step, timed, with the watchdog on;
   // every kRankStatsEvery forwards the ranks' totals are gathered (rank 0 keeps them in stats).
   void tp_forward(const ForwardBatch& b);
+  // DP attention: one round of the lockstep (every rank's engine thread calls it alike): the
+  // ranks agree whether any has work (then each runs its step, or an idle forward) and whether
+  // all have stopped (then it returns false and the loop ends).
+  bool lockstep_round(bool stopped);
+  void dp_forward(const ForwardBatch* b);  // nullptr: Model::idle_forward
+  // The forward just run (started at t0_ns) into this rank's totals.
+  void count_forward(int64_t t0_ns);
   int32_t context_length = 0;
   int32_t eos = 1;
   std::unique_ptr<KvCache> kv;
@@ -193,9 +207,16 @@ struct Engine::Impl {
   void publish_stats(double step_s);
 };
 
-Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& o, MpiComm* tp_group) {
+Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& o, MpiComm* tp_group,
+                                               MpiComm* dp_group) {
   auto impl = std::make_unique<Impl>();
   if (tp_group != nullptr && tp_group->size() > 1) impl->tp_group = tp_group;
+  if (dp_group != nullptr && dp_group->size() > 1) impl->dp_group = dp_group;
+  DSS_CHECK(impl->tp_group == nullptr || impl->dp_group == nullptr,
+            "DP attention with tensor parallelism inside a group");
+  if (impl->dp_group != nullptr && o.speculative.algorithm == SpecAlgorithm::kNextn)
+    return Status::error(
+        "--speculative-algorithm NEXTN does not run under DP attention yet (NGRAM does)");
   impl->opts = o;
   if (o.page_size < 1) return Status::error("--page-size must be at least 1");
   if (o.max_running_requests < 1) return Status::error("--max-running-requests must be at least 1");
@@ -204,11 +225,12 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& o, MpiComm* 
     return Status::error("--slo-tpot-ms and --slo-ttft-ms must be >= 0");
   DSS_RETURN_IF_ERROR(check_speculative(o.speculative));
   DSS_ASSIGN_OR_RETURN(
-      impl->model,
-      Model::load(LoadOptions{o.model_dir, o.n_threads, o.weight_dtype, o.act_quant,
-                              o.weight_layout, o.lm_head_dtype, o.matmul_dtype, o.expert_parallel,
-                              o.speculative.algorithm == SpecAlgorithm::kNextn, o.weight_cache_dir},
-                  impl->tp_group));
+      impl->model, Model::load(LoadOptions{o.model_dir, o.n_threads, o.weight_dtype, o.act_quant,
+                                           o.weight_layout, o.lm_head_dtype, o.matmul_dtype,
+                                           o.expert_parallel || impl->dp_group != nullptr,
+                                           o.speculative.algorithm == SpecAlgorithm::kNextn,
+                                           o.weight_cache_dir, impl->dp_group != nullptr},
+                               impl->dp_group != nullptr ? impl->dp_group : impl->tp_group));
   const ModelConfig& c = impl->model->config();
   impl->eos = c.eos_token_id;
   impl->context_length =
@@ -287,6 +309,8 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& o, MpiComm* 
     impl->rank_totals.resize(4 * static_cast<size_t>(impl->tp_group->size()));
     if (impl->tp_group->rank() != 0) return std::unique_ptr<Engine>(new Engine(std::move(impl)));
   }
+  if (impl->dp_group != nullptr)
+    impl->watchdog = std::make_unique<StepWatchdog>(o.dist_timeout_s, impl->dp_group->rank());
   Impl* raw = impl.get();
   impl->thread = std::thread([raw] { raw->loop(); });
   return std::unique_ptr<Engine>(new Engine(std::move(impl)));
@@ -383,6 +407,7 @@ void Engine::follow() {
 }
 
 void Engine::Impl::loop() {
+  bool stopped = false;  // DP attention: aborted all, stepping on until every rank has stopped
   for (;;) {
     std::deque<Pending> in;
     std::vector<RequestId> cancel_ids;
@@ -390,10 +415,15 @@ void Engine::Impl::loop() {
     bool stop = false;
     {
       std::unique_lock<std::mutex> lk(mu);
-      cv.wait(lk, [&] {
-        return stopping || !inbox.empty() || !cancels.empty() || !integrity_checks.empty() ||
-               !sched->idle();
-      });
+      auto ready = [&] {
+        return (stopping && !stopped) || !inbox.empty() || !cancels.empty() ||
+               !integrity_checks.empty() || !sched->idle();
+      };
+      if (dp_group == nullptr) {
+        cv.wait(lk, ready);
+      } else if (!last_round_busy) {  // all idle: the next round after work arrives or a pause
+        cv.wait_for(lk, kLockstepIdlePause, ready);
+      }
       in.swap(inbox);
       cancel_ids.swap(cancels);
       checks.swap(integrity_checks);
@@ -407,14 +437,59 @@ void Engine::Impl::loop() {
       sched->check_integrity();
       for (auto& p : checks) p.set_value();
     }
-    if (stop) {
+    if (stop && !stopped) {
       abort_all();
-      if (steps) steps->send_stop();  // the other ranks' follow() returns
-      return;
+      stopped = true;
+      if (dp_group == nullptr) {
+        if (steps) steps->send_stop();  // the other ranks' follow() returns
+        return;
+      }
+    }
+    if (dp_group != nullptr) {
+      if (!lockstep_round(stopped)) return;
+      continue;
     }
     expire_deadlines();
     if (!sched->idle()) step();
   }
+}
+
+bool Engine::Impl::lockstep_round(bool stopped) {
+  std::array<int32_t, 2> v = {sched->idle() ? 0 : 1, stopped ? 1 : 0};
+  watchdog->step_begin();  // a rank gone or hung stalls the others here or in the forward
+  dp_group->allreduce_sum(std::span<int32_t>(v));
+  last_round_busy = v[0] > 0;
+  if (last_round_busy) {
+    expire_deadlines();
+    if (sched->idle()) {
+      dp_forward(nullptr);
+    } else {
+      step();
+    }
+  }
+  watchdog->step_end();
+  return v[1] < dp_group->size();
+}
+
+void Engine::Impl::dp_forward(const ForwardBatch* b) {
+  const int64_t t0 = steady_ns();
+  if (b != nullptr) {
+    model->forward(*b, *kv, *ws, logits.data());
+  } else {
+    model->idle_forward(*ws);
+  }
+  count_forward(t0);
+  if (own.forwards % kRankStatsEvery == 0) {
+    std::lock_guard<std::mutex> lk(mu);
+    stats.ranks = {own};  // the front lists every rank's (engine/dp_front.h)
+  }
+}
+
+void Engine::Impl::count_forward(int64_t t0_ns) {
+  own.forwards += 1;
+  own.forward_seconds += static_cast<double>(steady_ns() - t0_ns) * 1e-9;
+  own.collective_seconds = static_cast<double>(ws->collective_ns) * 1e-9;
+  own.collective_bytes = ws->collective_bytes;
 }
 
 void Engine::Impl::drain(std::deque<Pending>& in, std::vector<RequestId>& cancel_ids) {
@@ -513,6 +588,7 @@ void Engine::Impl::step() {
     // is then in the prefix cache and unlocked, so evict it all and retry next loop.
     radix->evict(pool->n_pages());
     publish_stats(0.0);
+    if (dp_group != nullptr) dp_forward(nullptr);  // the other ranks' exchanges need this one
     return;
   }
   for (const ScheduledSeq& q : plan.seqs) {
@@ -523,6 +599,8 @@ void Engine::Impl::step() {
   if (steps) {
     steps->send(batch);  // the other ranks of the group run the same forward
     tp_forward(batch);
+  } else if (dp_group != nullptr) {
+    dp_forward(&batch);
   } else {
     model->forward(batch, *kv, *ws, logits.data());
   }
@@ -712,10 +790,7 @@ void Engine::Impl::tp_forward(const ForwardBatch& b) {
   watchdog->step_begin();
   const int64_t t0 = steady_ns();
   model->forward(b, *kv, *ws, logits.data());
-  own.forwards += 1;
-  own.forward_seconds += static_cast<double>(steady_ns() - t0) * 1e-9;
-  own.collective_seconds = static_cast<double>(ws->collective_ns) * 1e-9;
-  own.collective_bytes = ws->collective_bytes;
+  count_forward(t0);
   if (own.forwards % kRankStatsEvery == 0) {  // the same forward on every rank
     const std::array<double, 4> mine = {static_cast<double>(own.forwards), own.forward_seconds,
                                         own.collective_seconds,

@@ -34,8 +34,13 @@ namespace dss {
 
 class Engine final : public EngineApi {
  public:
+  // dp_group (DP attention, size > 1; tp_group then null): this engine is one attention group of
+  // the group's ranks, with its own requests, scheduler and caches; the routed experts are
+  // partitioned over the ranks and every step runs in lockstep with the other ranks' engines (a
+  // rank without work runs Model::idle_forward), each of them created alike.
   static Result<std::unique_ptr<Engine>> create(const EngineOptions& opts,
-                                                MpiComm* tp_group = nullptr);
+                                                MpiComm* tp_group = nullptr,
+                                                MpiComm* dp_group = nullptr);
   // Ranks other than 0 of a tensor-parallel group: runs rank 0's steps until it shuts down.
   // Blocks; call it on the thread that made the engine.
   void follow();

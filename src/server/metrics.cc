@@ -214,10 +214,21 @@ void Metrics::render_ranks(const EngineStats& s, std::string& out) {
   per_rank("rank_collective_bytes_total", "counter",
            "Bytes this rank handed to the group's collectives.",
            [](const RankStats& r) { return r.collective_bytes; });
-  // Rank 0 allocates the pages; every rank holds the same pages of the (unsplit) latent cache.
-  per_rank("rank_kv_cache_pages_used", "gauge",
-           "KV-cache pages in use on this rank (every rank of the group holds the same pages).",
-           [&](const RankStats&) { return s.kv_pages_used; });
+  // A group's rank 0 allocates the pages; every rank of a tensor-parallel group holds the same
+  // pages of the (unsplit) latent cache. Behind the data-parallel front the ranks are listed
+  // replica by replica (each replica's group alike; a DP-attention group is one rank), and
+  // until every replica has reported its ranks the series is left out.
+  const size_t n_rep = std::max<size_t>(s.replicas.size(), 1);
+  if (s.ranks.size() % n_rep != 0) return;
+  const size_t per_replica = s.ranks.size() / n_rep;
+  head(out, p + "rank_kv_cache_pages_used", "gauge",
+       "KV-cache pages in use on this rank (those of its tensor-parallel group or DP-attention "
+       "group).");
+  for (size_t r = 0; r < s.ranks.size(); ++r) {
+    const int32_t used =
+        s.replicas.empty() ? s.kv_pages_used : s.replicas[r / per_replica].kv_pages_used;
+    sample(out, p + "rank_kv_cache_pages_used", used, "rank=\"" + std::to_string(r) + "\"");
+  }
 }
 
 // Gauges read from EngineStats (and the busy ratio since the previous scrape); mu_ held.

@@ -6,10 +6,16 @@
 # - 4 prompts sharing a 3-page prefix all go to one replica (the prefix-aware router);
 # - `dsserve bench` counts exactly the tokens asked, equal to the server's counters;
 # - SIGTERM to rank 0 drains and every rank exits 0.
-# Usage: dp_serve_test.sh DSSERVE REPO_ROOT
+# PARALLEL_FLAGS (default --dp-size 2): DP attention 2 runs the same checks
+# (--tp-size 2 --dp-size 2 --ep-size 2 --enable-dp-attention), and then its KV pages are per group:
+# the groups' dp_replica_kv_pages_used add up to the server's kv pages used.
+# Usage: dp_serve_test.sh DSSERVE REPO_ROOT [PARALLEL_FLAGS...]
 set -euo pipefail
 DSSERVE=$(realpath "$1")
 ROOT=$2
+shift 2
+parallel=("$@")
+[ ${#parallel[@]} -gt 0 ] || parallel=(--dp-size 2)
 PY=/usr/bin/python3
 # shellcheck source=../server/server_lib.sh
 source "$ROOT/tests/server/server_lib.sh"
@@ -21,7 +27,7 @@ start_server ONE "${common[@]}"
 PIDS+=("$ONE_PID")
 
 mpirun --oversubscribe --bind-to none --mca btl self,vader -np 2 "$DSSERVE" serve --port 0 \
-  "${common[@]}" --dp-size 2 >"$WORK/dp.log" 2>&1 &
+  "${common[@]}" "${parallel[@]}" >"$WORK/dp.log" 2>&1 &
 LAUNCHER=$!
 PIDS+=("$LAUNCHER")
 DP_PORT=$(wait_for_port DP "$WORK/dp.log" "$LAUNCHER") || exit 1
@@ -91,6 +97,20 @@ PYEOF
 
 curl -s "http://127.0.0.1:$DP_PORT/metrics" >"$WORK/metrics.txt"
 promtool_check "$WORK/metrics.txt"
+# Each replica (attention group) holds its own requests' pages (the prefix cache keeps them after
+# the requests): the server's total is their sum, and each holds some.
+$PY - "$WORK/metrics.txt" <<'PYEOF' || fail "KV pages per replica"
+import sys
+m = {}
+for line in open(sys.argv[1]):
+    if line and not line.startswith("#"):
+        k, v = line.rsplit(" ", 1)
+        m[k] = float(v)
+per = [m[f'dsserve:dp_replica_kv_pages_used{{replica="{r}"}}'] for r in (0, 1)]
+total = m["dsserve:kv_cache_pages_used"]
+assert sum(per) == total and min(per) > 0, (per, total)
+print(f"ok   KV pages used per replica {per[0]:.0f} + {per[1]:.0f} = {total:.0f}")
+PYEOF
 rank0=""
 for p in $(rank_pids); do
   tr '\0' '\n' <"/proc/$p/environ" | grep -qx OMPI_COMM_WORLD_RANK=0 && rank0=$p

@@ -8,13 +8,18 @@
 # MODE dp runs `--dp-size 2` instead (two replicas behind the data-parallel front, the stream on
 # replica 0): a killed rank 1 makes mpirun signal rank 0, whose front answers every open request
 # at once; a hung one stops sending its heartbeat, and the front gives up after 5 s.
-# Usage: tp_fault_test.sh DSSERVE REPO_ROOT [tp|dp]
+# MODE dpa runs DP attention 2 (--tp-size 2 --dp-size 2 --ep-size 2 --enable-dp-attention): the
+# same front, and the ranks step in lockstep, so a hung rank 1 is seen by the front's silence
+# check or by rank 0's step watchdog, whichever comes first.
+# Usage: tp_fault_test.sh DSSERVE REPO_ROOT [tp|dp|dpa]
 set -euo pipefail
 bin="$(realpath "$1")" root="$(realpath "$2")" mode="${3:-tp}"
-if [ "$mode" = dp ]; then
+if [ "$mode" = dp ] || [ "$mode" = dpa ]; then
   flags=(--dp-size 2)
+  [ "$mode" = dp ] || flags=(--tp-size 2 --dp-size 2 --ep-size 2 --enable-dp-attention)
   killed_error='the parallel job is ending'
-  hung_error='rank 1 (leader of replica 1) sent nothing for'
+  hung_error='rank 1 \(leader of replica 1\) sent nothing for'
+  [ "$mode" = dp ] || hung_error="$hung_error|rank 0: step [0-9]* stalled"
 else
   flags=(--tp-size 2)
   killed_error='rank 0: step [0-9]* stalled'
@@ -54,7 +59,10 @@ check_rank_metrics() {
     [ -n "$f" ] && awk -v f="$f" -v b="$b" -v s="$s" 'BEGIN { exit !(f >= 16 && b > 0 && s > 0) }' ||
       { grep rank_ "$m" >&2; fail "rank $r: forwards '$f' bytes '$b' seconds '$s'"; }
   done
-  [ "$(awk '$1 ~ /^dsserve:rank_forwards_total/ { print $2 }' "$m" | sort -u | wc -l)" = 1 ] ||
+  # TP: rank 0 gathers the counts at one step. DP attention: each rank reports its own, at
+  # different times (the ranks step in lockstep, so only the snapshots differ).
+  [ "$mode" = dpa ] ||
+    [ "$(awk '$1 ~ /^dsserve:rank_forwards_total/ { print $2 }' "$m" | sort -u | wc -l)" = 1 ] ||
     { grep rank_forwards "$m" >&2; fail "the ranks' forward counts differ"; }
   command -v promtool >/dev/null || fail "promtool missing (Debian package prometheus)"
   promtool_check "$m"
@@ -78,7 +86,7 @@ run_case() {
     sleep 0.05
   done
   [ "$n_chunks" -ge 5 ] || { cat "$out" >&2; fail "$name: the stream did not start"; }
-  if [ "$name" = killed ] && [ "$mode" = tp ]; then check_rank_metrics "$port" "$out"; fi
+  if [ "$name" = killed ] && [ "$mode" != dp ]; then check_rank_metrics "$port" "$out"; fi
   local r1
   r1=$(rank_pid "$launcher" 1)
   [ -n "$r1" ] || fail "$name: rank 1 not found"
@@ -105,10 +113,10 @@ run_case() {
   [ "$rc" -ne 0 ] || fail "$name: exit status 0"
   local error=$killed_error
   [ "$sig" = KILL ] || error=$hung_error
-  grep -q "^data: {\"error\":{\"message\":\"$error" "$out" ||
+  grep -qE "^data: \\{\"error\":\\{\"message\":\"($error)" "$out" ||
     { tail -c 500 "$out" >&2; fail "$name: the stream has no error event"; }
   [ "$(grep '^data: ' "$out" | tail -1)" = "data: [DONE]" ] || fail "$name: no [DONE] after the error"
-  [ "$mode" = dp ] || grep -q "stalled for" "$log" || { cat "$log" >&2; fail "$name: the log has no stall line"; }
+  [ "$mode" != tp ] || grep -q "stalled for" "$log" || { cat "$log" >&2; fail "$name: the log has no stall line"; }
   if [ "$sig" = KILL ]; then
     grep -q "process rank 1 .*exited on signal 9" "$log" || { cat "$log" >&2; fail "$name: log does not name rank 1"; }
   else

@@ -2,9 +2,10 @@
 # The batching engine under tensor parallelism and data-parallel replicas, through the real
 # binary: 32 concurrent greedy requests of mixed lengths (prompts 3-120 tokens, 4-24 new tokens;
 # golden tiny-v3 and tiny-v32, --matmul-dtype f32) through `mpirun -np 2 dsserve generate
-# --tp-size 2` (and --ep-size 2), `-np 2 ... --dp-size 2` and `-np 4 ... --tp-size 2 --dp-size 2`
+# --tp-size 2` (and --ep-size 2), `-np 2 ... --dp-size 2`, `-np 4 ... --tp-size 2 --dp-size 2`
 # give token for token what one process gives; world rank 0 alone prints, in input order. The
-# last configuration verifies prompt-lookup drafts under TP 2 (the step channel carries them).
+# NGRAM configuration verifies prompt-lookup drafts under TP 2 (the step channel carries them);
+# the last runs DP attention 2 (two attention groups stepping in lockstep, experts exchanged).
 # Usage: tp_generate_test.sh DSSERVE DATA_DIR
 set -uo pipefail
 bin="$1" data="$2"
@@ -28,7 +29,8 @@ for model in tiny-v3 tiny-v32; do
           --threads 1 --max-running-requests 16 --chunked-prefill-size 64 --page-size 16)
   "$bin" "${common[@]}" >"$tmp/one.jsonl" 2>"$tmp/one.err" || { cat "$tmp/one.err"; exit 1; }
   for cfg in "2 --tp-size 2" "2 --tp-size 2 --ep-size 2" "2 --dp-size 2" "4 --tp-size 2 --dp-size 2" \
-    "2 --tp-size 2 --speculative-algorithm ngram --speculative-num-steps 3"; do
+    "2 --tp-size 2 --speculative-algorithm ngram --speculative-num-steps 3" \
+    "2 --tp-size 2 --dp-size 2 --ep-size 2 --enable-dp-attention"; do
     read -r np flags <<<"$cfg"
     name="$model np $np $flags"
     # shellcheck disable=SC2086  # flags is a list

@@ -4,8 +4,10 @@
 # chunks, then greedy decode steps) at TP 2 and 4, each with the experts' rows split (--ep-size
 # 1) and with the experts partitioned (--ep-size = --tp-size), must give the single process's
 # argmax at every prompt position and its greedy continuation, and last logits within 1e-4
-# (the sums over ranks add in another order). Then the launch errors: a world that does not
-# match the flags, heads that do not divide.
+# (the sums over ranks add in another order). The same under DP attention (--dp-size =
+# --ep-size = --tp-size --enable-dp-attention: every rank runs the prompt as its own attention
+# group, the MoE layers exchange both ranks' tokens). Then the launch errors: a world that does
+# not match the flags, heads that do not divide, DP attention's sizes.
 # Usage: tp_logits_test.sh DSSERVE DATA_DIR
 set -uo pipefail
 bin="$1" data="$2"
@@ -25,14 +27,17 @@ for x in (c[0], c[-1]): print(','.join(map(str, x['prompt'])))")
   for ids in "${prompts[@]}"; do
     common=(logits --model "$dir" --ids "$ids" --decode 6 --chunk 7 --matmul-dtype f32 --threads 1)
     "$bin" "${common[@]}" >"$tmp/one.json" 2>"$tmp/one.err" || { cat "$tmp/one.err"; exit 1; }
-    for tp in 2 4; do
-      for ep in 1 "$tp"; do
+    for cfg in "2 1" "2 2" "4 1" "4 4" "2 2 dpa" "4 4 dpa"; do
+      read -r tp ep dpa <<<"$cfg"
+      flags=(--tp-size "$tp" --ep-size "$ep")
+      [ -z "$dpa" ] || flags+=(--dp-size "$tp" --enable-dp-attention)
+      name="$model tp $tp ep $ep${dpa:+ dp-attention $tp}"
         runs=$((runs + 1))
-        if ! "${mpirun[@]}" -np "$tp" "$bin" "${common[@]}" --tp-size "$tp" --ep-size "$ep" \
+        if ! "${mpirun[@]}" -np "$tp" "$bin" "${common[@]}" "${flags[@]}" \
             >"$tmp/tp.json" 2>"$tmp/tp.err"; then
-          echo "FAIL $model tp $tp ep $ep: exit $?"; cat "$tmp/tp.err"; fails=$((fails + 1)); continue
+          echo "FAIL $name: exit $?"; cat "$tmp/tp.err"; fails=$((fails + 1)); continue
         fi
-        if ! python3 - "$tmp/one.json" "$tmp/tp.json" "$model tp $tp ep $ep (${#ids} chars of ids)" <<'PY'
+        if ! python3 - "$tmp/one.json" "$tmp/tp.json" "$name (${#ids} chars of ids)" <<'PY'
 import json, sys
 one_lines = open(sys.argv[1]).read().splitlines()
 tp_lines = open(sys.argv[2]).read().splitlines()
@@ -47,7 +52,6 @@ assert d <= 1e-4, f"{name}: last logits differ by {d}"
 print(f"ok   {name}: argmax {len(a['argmax'])} positions, greedy {len(a['greedy'])}, max |dlogit| {d:.2e}")
 PY
         then fails=$((fails + 1)); fi
-      done
     done
   done
 done
@@ -69,5 +73,12 @@ expect_error "--ep-size 2 with --tp-size 4" "--ep-size 2: must be 1 or equal to 
   "$bin" logits --model "$dir" --ids 1,2 --tp-size 4 --ep-size 2
 expect_error "--tp-size 2 without mpirun" "start with mpirun -np 2" \
   "$bin" logits --model "$dir" --ids 1,2 --tp-size 2
+expect_error "DP attention, --dp-size 1" "--enable-dp-attention: --dp-size (1) must equal --tp-size (2)" \
+  "$bin" logits --model "$dir" --ids 1,2 --tp-size 2 --ep-size 2 --enable-dp-attention
+expect_error "DP attention, --ep-size 1" "give --ep-size 2" \
+  "$bin" logits --model "$dir" --ids 1,2 --tp-size 2 --dp-size 2 --enable-dp-attention
+expect_error "DP attention, world 4" "mpirun started 4 ranks but --tp-size 2 with DP attention needs 2" \
+  "${mpirun[@]}" -np 4 "$bin" logits --model "$dir" --ids 1,2 --tp-size 2 --dp-size 2 --ep-size 2 \
+  --enable-dp-attention
 echo "$runs parallel runs, $fails failures"
 [ "$fails" -eq 0 ]

@@ -42,17 +42,23 @@ inline constexpr int64_t kRouteGrainTokens = 32;
 void route(const CpuBackend& be, const MoeArgs& a, CpuScratch& s) {
   const ModelConfig& c = *a.cfg;
   const int32_t E = c.n_experts, K = c.n_experts_per_tok, T = a.n_tok;
-  be.linear(*a.router, a.x, T, s.router.data(), s);
-  // Tokens route independently (~2 us each: a prefill of 512 tokens spent ~1 ms per layer
-  // on one thread); each thread has its own scratch.
-  const size_t stride = route_scratch_stride(c);
-  be.pool().parallel_for(T, kRouteGrainTokens, [&](int64_t t0, int64_t t1, int32_t i_thread) {
-    float* scratch = s.route_scratch.data() + static_cast<size_t>(i_thread) * stride;
-    for (auto t = static_cast<size_t>(t0); t < static_cast<size_t>(t1); ++t) {
-      route_token(c, s.router.data() + t * E, a.router_bias, scratch, a.sel_experts + t * K,
-                  s.sel_weights.data() + t * K);
-    }
-  });
+  if (a.sel_weights_in != nullptr) {  // routed by the tokens' own rank already
+    std::copy_n(a.sel_weights_in, static_cast<size_t>(T) * K, s.sel_weights.begin());
+  } else {
+    be.linear(*a.router, a.x, T, s.router.data(), s);
+    // Tokens route independently (~2 us each: a prefill of 512 tokens spent ~1 ms per layer
+    // on one thread); each thread has its own scratch.
+    const size_t stride = route_scratch_stride(c);
+    be.pool().parallel_for(T, kRouteGrainTokens, [&](int64_t t0, int64_t t1, int32_t i_thread) {
+      float* scratch = s.route_scratch.data() + static_cast<size_t>(i_thread) * stride;
+      for (auto t = static_cast<size_t>(t0); t < static_cast<size_t>(t1); ++t) {
+        route_token(c, s.router.data() + t * E, a.router_bias, scratch, a.sel_experts + t * K,
+                    s.sel_weights.data() + t * K);
+      }
+    });
+    if (a.sel_weights_out != nullptr)
+      std::copy_n(s.sel_weights.begin(), static_cast<size_t>(T) * K, a.sel_weights_out);
+  }
   // Bucket (token, weight) pairs by expert (counting sort keeps token order inside a bucket).
   std::fill(s.expert_offsets.begin(), s.expert_offsets.end(), 0);
   for (int32_t i = 0; i < T * K; ++i) s.expert_offsets[static_cast<size_t>(a.sel_experts[i]) + 1]++;

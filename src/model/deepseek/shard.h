@@ -10,6 +10,9 @@
 //   replicated    q_a, kv_a, norms, the router, the V3.2 indexer
 // The runtime (Model::forward) sums the partial results over the group after the embedding,
 // the attention and the FFN, and gathers the logits; the blocks only see smaller weights.
+// DP attention (--enable-dp-attention, dp_attention): each rank is its own attention group with
+// its own requests; only the routed experts are partitioned (whole experts, as above), everything
+// else is whole on every rank, and the MoE layers exchange tokens (model/deepseek/moe_dispatch.h).
 #pragma once
 
 #include <cstdint>
@@ -22,8 +25,11 @@ namespace dss {
 struct ShardSpec {
   int32_t rank = 0, size = 1;    // tensor-parallel group
   bool expert_parallel = false;  // routed experts partitioned (--ep-size == --tp-size)
+  bool dp_attention = false;     // only the routed experts split (expert_parallel set too)
 
   bool sharded() const { return size > 1; }
+  // The split of everything but the routed experts: none under DP attention.
+  ShardSpec dense() const { return dp_attention ? ShardSpec{} : *this; }
   // This rank's part [begin, end) of n things split evenly (n % size == 0: check_shardable).
   int64_t begin(int64_t n) const { return n / size * rank; }
   int64_t end(int64_t n) const { return n / size * (rank + 1); }

@@ -310,6 +310,7 @@ Status load_moe(Loader& ld, const ModelConfig& c, const std::string& mlp, const 
   const int64_t e0 = shard.expert_parallel ? shard.begin(c.n_experts) : 0;
   const int64_t e1 = shard.expert_parallel ? shard.end(c.n_experts) : c.n_experts;
   const ShardSpec expert_split = shard.expert_parallel ? ShardSpec{} : shard;
+  const ShardSpec shared_split = shard.dense();
   DSS_ASSIGN_OR_RETURN(m.router, ld.matrix(mlp + ".gate.weight", c.n_experts, c.d_model));
   const std::string bname = mlp + ".gate.e_score_correction_bias";
   DSS_ASSIGN_OR_RETURN(Vector bias, ld.vector(bname, c.n_experts));
@@ -325,9 +326,9 @@ Status load_moe(Loader& ld, const ModelConfig& c, const std::string& mlp, const 
   }
   if (c.n_shared_experts > 0) {
     m.has_shared = true;
-    DSS_ASSIGN_OR_RETURN(m.shared,
-                         ld.ffn(mlp + ".shared_experts", c.d_model,
-                                static_cast<int64_t>(c.n_shared_experts) * c.d_ff_expert, shard));
+    DSS_ASSIGN_OR_RETURN(
+        m.shared, ld.ffn(mlp + ".shared_experts", c.d_model,
+                         static_cast<int64_t>(c.n_shared_experts) * c.d_ff_expert, shared_split));
   }
   return Status::ok();
 }
@@ -339,10 +340,10 @@ Result<LayerWeights> load_layer(Loader& ld, const ModelConfig& c, int32_t i, con
   LayerWeights L;
   DSS_ASSIGN_OR_RETURN(L.attn_norm, ld.vector(p + ".input_layernorm.weight", c.d_model));
   DSS_ASSIGN_OR_RETURN(L.ffn_norm, ld.vector(p + ".post_attention_layernorm.weight", c.d_model));
-  DSS_RETURN_IF_ERROR(load_mla(ld, c, p + ".self_attn", shard, owned, L.mla));
+  DSS_RETURN_IF_ERROR(load_mla(ld, c, p + ".self_attn", shard.dense(), owned, L.mla));
   L.is_moe = c.is_moe_layer(i);
   if (!L.is_moe) {
-    DSS_ASSIGN_OR_RETURN(L.dense, ld.ffn(p + ".mlp", c.d_model, c.d_ff, shard));
+    DSS_ASSIGN_OR_RETURN(L.dense, ld.ffn(p + ".mlp", c.d_model, c.d_ff, shard.dense()));
   } else {
     DSS_RETURN_IF_ERROR(load_moe(ld, c, p + ".mlp", shard, L.moe));
   }
@@ -386,7 +387,7 @@ Result<ModelWeights> load_weights(const Checkpoint& ck, const ModelConfig& c,
     return Status::error("the MTP module (--speculative-algorithm NEXTN) runs on one rank only");
   ModelWeights w;
   Loader ld(ck, convert, lm_head_convert, tile, w.owned);
-  const Part vocab{shard.begin(c.n_vocab), shard.end(c.n_vocab), 0, -1};
+  const Part vocab{shard.dense().begin(c.n_vocab), shard.dense().end(c.n_vocab), 0, -1};
   w.vocab_begin = vocab.r0;
   DSS_ASSIGN_OR_RETURN(w.embed,
                        ld.matrix("model.embed_tokens.weight", c.n_vocab, c.d_model, false, vocab));

@@ -49,6 +49,19 @@ size_t lay_out(const ModelConfig& c, const WorkspaceLimits& lim, Bind&& bind) {
   const size_t mtp = lim.mtp ? 1 : 0;
   take(&Workspace::hidden, mtp * T * d);
   take(&Workspace::mtp_in, mtp * T * 2 * d);
+  const auto S = static_cast<size_t>(std::max(lim.ep_ranks, 0));
+  const size_t ep = S > 0 ? 1 : 0, K = static_cast<size_t>(c.n_experts_per_tok);
+  take(&Workspace::ep_send, S * T * (d + 2 * K));
+  take(&Workspace::ep_recv, S * T * (d + 2 * K));
+  take(&Workspace::ep_out, S * T * d);
+  take(&Workspace::ep_back, S * T * d);
+  take(&Workspace::ep_x, ep * T * d);
+  take(&Workspace::ep_y, ep * T * d);
+  take(&Workspace::ep_weights, ep * T * K);
+  take(&Workspace::ep_ids, ep * T * K);
+  take(&Workspace::ep_tokens, S * T);
+  take(&Workspace::ep_counts, S * S);
+  take(&Workspace::ep_layout, 4 * S);
   return off;
 }
 

@@ -56,6 +56,17 @@ struct Workspace {
   // Model::forward leaves it, [max_tokens, d_model], and the MTP module's input rows
   // [max_tokens, 2 d_model] (normed embedding | normed hidden state).
   std::span<float> hidden, mtp_in;
+  // DP attention's MoE token exchange (limits.ep_ranks = S > 0; empty otherwise;
+  // model/deepseek/moe_dispatch.h). A sent row is [d_model floats | n_experts_per_tok expert ids
+  // (int32 bits) | their weights]: W = d_model + 2 n_experts_per_tok floats.
+  std::span<float> ep_send, ep_recv;  // [S * max_tokens, W] rows out / in, by rank
+  std::span<float> ep_out, ep_back;   // [S * max_tokens, d_model] partial sums out / back
+  std::span<float> ep_x, ep_y;        // [max_tokens, d_model] one chunk of received rows
+  std::span<float> ep_weights;        // [max_tokens, n_experts_per_tok] routing weights
+  std::span<int32_t> ep_ids;          // [max_tokens, n_experts_per_tok] a chunk's experts
+  std::span<int32_t> ep_tokens;       // [S * max_tokens] the token of each sent row
+  std::span<int64_t> ep_counts;       // [S, S] rows rank p sends rank q (allgathered)
+  std::span<int64_t> ep_layout;       // [4, S] all_to_all_v counts and displacements
   // The backend's scratch (attention partials and tiles, MoE buckets, top-k buffers, W8A8
   // activations), sized for the same limits.
   std::unique_ptr<BackendScratch> backend;

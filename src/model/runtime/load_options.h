@@ -47,6 +47,10 @@ struct LoadOptions {
   // --weight-cache DIR: keep the placed weights in a file there and map it on later loads
   // (model/deepseek/weight_cache.h; empty: off).
   std::string weight_cache_dir;
+  // DP attention (--enable-dp-attention): the group's ranks are attention groups of one rank with
+  // their own batches; only the routed experts are partitioned (expert_parallel set too), and the
+  // MoE layers exchange tokens (ShardSpec::dp_attention).
+  bool dp_attention = false;
 };
 
 // Flag spellings. parse_*: "bf16" | "fp8" | "int8" (and "" for as stored; parse_weight_dtype's);

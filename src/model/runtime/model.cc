@@ -10,6 +10,7 @@
 #include "model/deepseek/embed_head.h"
 #include "model/deepseek/mlp.h"
 #include "model/deepseek/moe.h"
+#include "model/deepseek/moe_dispatch.h"
 
 namespace dss {
 
@@ -46,7 +47,7 @@ Result<std::unique_ptr<Model>> Model::load(const LoadOptions& opts, MpiComm* tp_
   DSS_ASSIGN_OR_RETURN(ModelConfig cfg, ModelConfig::load(opts.dir));
   ShardSpec shard;
   if (tp_group != nullptr && tp_group->size() > 1)
-    shard = ShardSpec{tp_group->rank(), tp_group->size(), opts.expert_parallel};
+    shard = ShardSpec{tp_group->rank(), tp_group->size(), opts.expert_parallel, opts.dp_attention};
   DSS_ASSIGN_OR_RETURN(Checkpoint ck, Checkpoint::open(opts.dir));
   std::unique_ptr<Model> m(new Model(std::move(cfg), std::move(ck)));
   m->shard_ = shard;
@@ -104,7 +105,8 @@ DType Model::default_kv_dtype() const {
 
 Workspace Model::workspace(const WorkspaceLimits& limits_in) const {
   WorkspaceLimits limits = limits_in;
-  limits.tp_size = shard_.size;
+  limits.tp_size = shard_.dense().size;
+  limits.ep_ranks = shard_.dp_attention ? shard_.size : 0;
   return Workspace(
       cfg_, limits,
       be_->allocate(Workspace::activation_bytes(cfg_, limits), MemoryUse::kActivations),
@@ -114,6 +116,16 @@ Workspace Model::workspace(const WorkspaceLimits& limits_in) const {
 KvCache Model::make_kv_cache(const KvLayout& layout, int32_t n_pages) const {
   return KvCache(layout, n_pages,
                  be_->allocate(KvCache::storage_bytes(layout, n_pages), MemoryUse::kKvCache));
+}
+
+void Model::idle_forward(Workspace& ws) const {
+  DSS_CHECK(shard_.dp_attention && tp_group_ != nullptr, "idle_forward outside DP attention");
+  const PhaseVariantScope phase_variant_scope;
+  DSS_PHASE_SCOPE(kForward);
+  for (int32_t i = 0; i < cfg_.n_layers; ++i) {
+    const LayerWeights& L = w_.layers[static_cast<size_t>(i)];
+    if (L.is_moe) moe_dispatch_forward(*be_, *tp_group_, cfg_, L.moe, i, 0, ws);
+  }
 }
 
 void Model::forward(const ForwardBatch& b, KvCache& kv, Workspace& ws, float* logits,
@@ -130,7 +142,7 @@ void Model::forward(const ForwardBatch& b, KvCache& kv, Workspace& ws, float* lo
 // [size, n_rows, n_vocab / size], then each rank's columns to their place.
 template <Communicator C>
 void Model::gather_logits(C& comm, int32_t n_rows, const Workspace& ws, float* logits) const {
-  const int64_t V = cfg_.n_vocab, Vs = V / shard_.size;
+  const int64_t V = cfg_.n_vocab, Vs = V / shard_.size;  // never under DP attention
   const auto n = static_cast<size_t>(n_rows * Vs);
   const std::span<const float> shard(ws.logit_shard.data(), n);
   const std::span<float> all = ws.logit_gather.first(n * static_cast<size_t>(shard_.size));
@@ -149,9 +161,10 @@ void Model::gather_logits(C& comm, int32_t n_rows, const Workspace& ws, float* l
   }
 }
 
-template <ModelBackend B, typename SumRows>
-void Model::layer_forward(const B& be, const LayerWeights& L, int32_t i_kv, const ForwardBatch& b,
-                          KvCache& kv, Workspace& ws, AttnPath path, SumRows&& sum_rows) const {
+template <ModelBackend B, Communicator C, typename SumRows>
+void Model::layer_forward(const B& be, C& comm, const LayerWeights& L, int32_t i_kv,
+                          const ForwardBatch& b, KvCache& kv, Workspace& ws, AttnPath path,
+                          SumRows&& sum_rows) const {
   const ModelConfig& c = cfg_;
   const int32_t T = b.n_tokens();
   const int64_t d = c.d_model;
@@ -163,7 +176,10 @@ void Model::layer_forward(const B& be, const LayerWeights& L, int32_t i_kv, cons
   sum_rows(ws.tmp);
   be.add_rows(ws.tmp.data(), T * d, ws.h.data());
   be.rmsnorm_rows(ws.h.data(), L.ffn_norm, T, d, c.rms_eps, ws.xn.data());
-  if (L.is_moe) {
+  if (L.is_moe && shard_.dp_attention) {
+    DSS_PHASE_SCOPE(kMoe);
+    moe_dispatch_forward(be, comm, c, L.moe, i_kv, T, ws);  // xn -> tmp, tokens exchanged
+  } else if (L.is_moe) {
     DSS_PHASE_SCOPE(kMoe);
     moe_forward(be, c, L.moe, i_kv, T, ws);  // xn -> tmp
   } else {
@@ -197,7 +213,9 @@ void Model::mtp_forward(const ForwardBatch& b, std::span<const float> prev_hidde
     be.rmsnorm_rows(prev_hidden.data() + t * d, m.hnorm, 1, d, c.rms_eps, row + d);
   }
   be.linear(m.eh_proj, ws.mtp_in.data(), T, ws.h.data(), *ws.backend);
-  layer_forward(be, m.block, c.n_layers, b, kv, ws, AttnPath::kAuto, [](std::span<float>) {});
+  LocalComm alone;
+  layer_forward(be, alone, m.block, c.n_layers, b, kv, ws, AttnPath::kAuto,
+                [](std::span<float>) {});
   ws.trace = trace;
   if (!block_out.empty()) std::copy_n(ws.h.data(), T * d, block_out.data());
   const auto n_out = static_cast<int32_t>(b.logit_rows.size());
@@ -225,7 +243,7 @@ void Model::forward_on(const B& be, C& comm, const ForwardBatch& b, KvCache& kv,
   DSS_PHASE_SCOPE(kForward);
   // A tensor-parallel rank's embedding, attention and FFN give partial sums (shard.h): summed
   // over the group here, the one place that composes the blocks.
-  const bool tp = shard_.sharded();
+  const bool tp = shard_.dense().sharded();
   auto sum_rows = [&](std::span<float> x) {
     if (tp) {
       DSS_PHASE_SCOPE(kCollective);
@@ -242,7 +260,7 @@ void Model::forward_on(const B& be, C& comm, const ForwardBatch& b, KvCache& kv,
     ws.trace->index_sel.assign(static_cast<size_t>(c.n_layers), {});
   }
   for (int32_t i = 0; i < c.n_layers; ++i)
-    layer_forward(be, w_.layers[static_cast<size_t>(i)], i, b, kv, ws, path, sum_rows);
+    layer_forward(be, comm, w_.layers[static_cast<size_t>(i)], i, b, kv, ws, path, sum_rows);
   if (!ws.hidden.empty()) {  // the MTP module's input (mtp_forward)
     DSS_CHECK(ws.hidden.size() >= static_cast<size_t>(T * d));
     be.rmsnorm_rows(ws.h.data(), w_.final_norm, T, d, c.rms_eps, ws.hidden.data());

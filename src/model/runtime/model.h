@@ -30,6 +30,7 @@ namespace dss {
 
 class Model {
  public:
+  // With opts.dp_attention, tp_group is the DP-attention group instead (ShardSpec::dp_attention).
   // tp_group (not null, size > 1): this process is rank tp_group->rank() of a tensor-parallel
   // group (model/deepseek/shard.h says what each rank holds); every rank of the group must load
   // the same checkpoint with the same options and then call forward with the same batches in
@@ -68,6 +69,10 @@ class Model {
   // With ws.limits.mtp, also every token's final-normed hidden state into ws.hidden.
   void forward(const ForwardBatch& batch, KvCache& kv, Workspace& ws, float* logits,
                AttnPath path = AttnPath::kAuto) const;
+  // DP attention (shard().dp_attention), a rank with no tokens this step: its part of every MoE
+  // layer's token exchange (the experts it holds, for the other ranks' tokens), so the ranks'
+  // collectives pair up. Every rank runs forward or idle_forward each step, in lockstep.
+  void idle_forward(Workspace& ws) const;
 
   // The MTP module (has_mtp(); ws.limits.mtp; one rank): token t of `batch` at position p is
   // token p + 1 of its sequence, and prev_hidden [n_tokens, d_model] row t the hidden state at
@@ -88,9 +93,11 @@ class Model {
   template <Communicator C>
   void gather_logits(C& comm, int32_t n_rows, const Workspace& ws, float* logits) const;
   // One decoder layer on ws.h (attention and FFN with their residuals); KV layer i_kv.
-  template <ModelBackend B, typename SumRows>
-  void layer_forward(const B& be, const LayerWeights& L, int32_t i_kv, const ForwardBatch& b,
-                     KvCache& kv, Workspace& ws, AttnPath path, SumRows&& sum_rows) const;
+  // comm: the DP-attention group's token exchange in the MoE layers (ShardSpec::dp_attention).
+  template <ModelBackend B, Communicator C, typename SumRows>
+  void layer_forward(const B& be, C& comm, const LayerWeights& L, int32_t i_kv,
+                     const ForwardBatch& b, KvCache& kv, Workspace& ws, AttnPath path,
+                     SumRows&& sum_rows) const;
 
   ModelConfig cfg_;
   Checkpoint ck_;

@@ -5,7 +5,9 @@
 # --tp-size 2` (and --ep-size 2), `-np 2 ... --dp-size 2`, `-np 4 ... --tp-size 2 --dp-size 2`
 # give token for token what one process gives; world rank 0 alone prints, in input order. The
 # NGRAM configuration verifies prompt-lookup drafts under TP 2 (the step channel carries them);
-# the last runs DP attention 2 (two attention groups stepping in lockstep, experts exchanged).
+# then DP attention 2 (two attention groups stepping in lockstep, experts exchanged); the last two
+# write, then map, each rank's --weight-cache file (the ranks' arenas have the same layout and
+# different slices: each its own file).
 # Usage: tp_generate_test.sh DSSERVE DATA_DIR
 set -uo pipefail
 bin="$1" data="$2"
@@ -30,7 +32,8 @@ for model in tiny-v3 tiny-v32; do
   "$bin" "${common[@]}" >"$tmp/one.jsonl" 2>"$tmp/one.err" || { cat "$tmp/one.err"; exit 1; }
   for cfg in "2 --tp-size 2" "2 --tp-size 2 --ep-size 2" "2 --dp-size 2" "4 --tp-size 2 --dp-size 2" \
     "2 --tp-size 2 --speculative-algorithm ngram --speculative-num-steps 3" \
-    "2 --tp-size 2 --dp-size 2 --ep-size 2 --enable-dp-attention"; do
+    "2 --tp-size 2 --dp-size 2 --ep-size 2 --enable-dp-attention" \
+    "2 --tp-size 2 --weight-cache $tmp/wc-$model" "2 --tp-size 2 --weight-cache $tmp/wc-$model"; do
     read -r np flags <<<"$cfg"
     name="$model np $np $flags"
     # shellcheck disable=SC2086  # flags is a list

@@ -5,6 +5,7 @@
 #include <map>
 
 #include "base/check.h"
+#include "base/str_cat.h"
 #include "model/deepseek/weight_cache.h"
 #include "model/deepseek/weight_placement.h"
 #include "tensor/tiled_layout.h"
@@ -408,7 +409,13 @@ Result<ModelWeights> load_weights(const Checkpoint& ck, const ModelConfig& c,
   }
   w.bytes_by_dtype = ld.bytes();
   WeightCacheSpec cache;
-  if (!cache_dir.empty()) cache = {cache_dir, checkpoint_identity(ck.dir())};
+  // The shard is part of the key: the ranks of a tensor-parallel group place arenas of the same
+  // layout with different slices.
+  if (!cache_dir.empty()) {
+    cache = {cache_dir, str_cat(checkpoint_identity(ck.dir()), "\nshard ", shard.rank, "/",
+                                shard.size, shard.expert_parallel ? " ep" : "",
+                                shard.dp_attention ? " dp-attention" : "")};
+  }
   place_weights(w, tile, bf16_dot, allocate, pool, cache);
   return w;
 }

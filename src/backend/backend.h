@@ -60,7 +60,7 @@ struct WorkspaceLimits {
   // The MTP module runs on this workspace (Model::mtp_forward; its eh_proj reads 2 d_model
   // inputs per token), and Model::forward keeps every token's final-normed hidden state.
   bool mtp = false;
-  // DP attention: ranks of the MoE layers' token exchange (model/deepseek/moe_dispatch.h); 0:
+  // DP attention: ranks of the MoE layers' token exchange (model/runtime/moe_dispatch.h); 0:
   // none. The exchange buffers hold up to ep_ranks x max_tokens rows.
   int32_t ep_ranks = 0;
 };
@@ -176,7 +176,7 @@ struct MoeArgs {
   const float* x = nullptr;        // [T, d_model]
   float* out = nullptr;            // [T, d_model]
   int32_t* sel_experts = nullptr;  // out [T, n_experts_per_tok], selection order
-  // Expert parallel across DP-attention groups (model/deepseek/moe_dispatch.h):
+  // Expert parallel across DP-attention groups (model/runtime/moe_dispatch.h):
   // sel_weights_out (not null): the routing weights too, [T, n_experts_per_tok];
   // sel_weights_in (not null): no routing; sel_experts is an input with these weights.
   float* sel_weights_out = nullptr;

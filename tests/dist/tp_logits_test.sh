@@ -77,6 +77,9 @@ expect_error "DP attention, --dp-size 1" "--enable-dp-attention: --dp-size (1) m
   "$bin" logits --model "$dir" --ids 1,2 --tp-size 2 --ep-size 2 --enable-dp-attention
 expect_error "DP attention, --ep-size 1" "give --ep-size 2" \
   "$bin" logits --model "$dir" --ids 1,2 --tp-size 2 --dp-size 2 --enable-dp-attention
+expect_error "16 experts over 3 DP-attention ranks" "n_routed_experts = 16 is not divisible by --ep-size 3" \
+  "${mpirun[@]}" -np 3 "$bin" logits --model "$dir" --ids 1,2 --tp-size 3 --dp-size 3 --ep-size 3 \
+  --enable-dp-attention
 expect_error "DP attention, world 4" "mpirun started 4 ranks but --tp-size 2 with DP attention needs 2" \
   "${mpirun[@]}" -np 4 "$bin" logits --model "$dir" --ids 1,2 --tp-size 2 --dp-size 2 --ep-size 2 \
   --enable-dp-attention

@@ -12,7 +12,7 @@
 // the attention and the FFN, and gathers the logits; the blocks only see smaller weights.
 // DP attention (--enable-dp-attention, dp_attention): each rank is its own attention group with
 // its own requests; only the routed experts are partitioned (whole experts, as above), everything
-// else is whole on every rank, and the MoE layers exchange tokens (model/deepseek/moe_dispatch.h).
+// else is whole on every rank, and the MoE layers exchange tokens (model/runtime/moe_dispatch.h).
 #pragma once
 
 #include <cstdint>

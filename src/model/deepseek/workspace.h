@@ -57,7 +57,7 @@ struct Workspace {
   // [max_tokens, 2 d_model] (normed embedding | normed hidden state).
   std::span<float> hidden, mtp_in;
   // DP attention's MoE token exchange (limits.ep_ranks = S > 0; empty otherwise;
-  // model/deepseek/moe_dispatch.h). A sent row is [d_model floats | n_experts_per_tok expert ids
+  // model/runtime/moe_dispatch.h). A sent row is [d_model floats | n_experts_per_tok expert ids
   // (int32 bits) | their weights]: W = d_model + 2 n_experts_per_tok floats.
   std::span<float> ep_send, ep_recv;  // [S * max_tokens, W] rows out / in, by rank
   std::span<float> ep_out, ep_back;   // [S * max_tokens, d_model] partial sums out / back

@@ -10,7 +10,7 @@
 #include "model/deepseek/embed_head.h"
 #include "model/deepseek/mlp.h"
 #include "model/deepseek/moe.h"
-#include "model/deepseek/moe_dispatch.h"
+#include "model/runtime/moe_dispatch.h"
 
 namespace dss {
 

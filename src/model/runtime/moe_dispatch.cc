@@ -1,4 +1,4 @@
-#include "model/deepseek/moe_dispatch.h"
+#include "model/runtime/moe_dispatch.h"
 
 #include <algorithm>
 #include <bit>

@@ -1,5 +1,7 @@
 #include "perf/active_bytes.h"
 
+#include <algorithm>
+
 namespace dss::perf {
 
 int64_t matrix_bytes(const Matrix& m) {
@@ -52,10 +54,14 @@ ActiveBytes active_bytes_per_token(const ModelWeights& w, int32_t n_experts_per_
     router +=
         matrix_bytes(l.moe.router) + static_cast<int64_t>(l.moe.router_bias.size() * sizeof(float));
     if (l.moe.has_shared) shared += ffn_bytes(l.moe.shared);
-    // Every routed expert has the same shape: k of them are read per token.
+    // Every routed expert has the same shape: k of them are read per token (expert parallel:
+    // the held share of them, on average).
     if (!l.moe.experts.empty()) {
-      r.routed_expert_bytes = ffn_bytes(l.moe.experts[0]);
-      routed += n_experts_per_tok * r.routed_expert_bytes;
+      const auto n_experts = static_cast<int64_t>(l.moe.experts.size());
+      const int64_t e0 = l.moe.expert_begin, e1 = std::min<int64_t>(l.moe.expert_end, n_experts);
+      r.routed_expert_bytes = ffn_bytes(l.moe.experts[static_cast<size_t>(e0)]);
+      routed += n_experts_per_tok * r.routed_expert_bytes * (e1 - e0) / n_experts;
+      r.experts_partitioned = e1 - e0 < n_experts;
       ++r.n_moe_layers;
     }
   }

@@ -29,6 +29,10 @@ struct ActiveBytes {
   int64_t routed_expert_bytes = 0;
   int64_t routed_bytes = 0;  // the routed_experts part
   int32_t n_moe_layers = 0;
+  // Expert parallel: this rank holds only part of the routed experts, so a token reads
+  // num_experts_per_tok x (held / all) of them on average (the routed part above is that
+  // expectation) and a batch-1 step's actual reads vary around it.
+  bool experts_partitioned = false;
   // Weight bytes of one decode step that reads `routed_reads` routed experts in all (summed over
   // the MoE layers, each distinct expert of a layer once: Workspace::routed_expert_reads): the
   // batch-1 total with its routed part replaced (the step's other embedding rows, a few KB, are

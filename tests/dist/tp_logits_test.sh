@@ -7,7 +7,8 @@
 # (the sums over ranks add in another order). The same under DP attention (--dp-size =
 # --ep-size = --tp-size --enable-dp-attention: every rank runs the prompt as its own attention
 # group, the MoE layers exchange both ranks' tokens). Then the launch errors: a world that does
-# not match the flags, heads that do not divide, DP attention's sizes.
+# not match the flags, heads that do not divide, DP attention's sizes; and bench-model runs under
+# expert parallelism and DP attention.
 # Usage: tp_logits_test.sh DSSERVE DATA_DIR
 set -uo pipefail
 bin="$1" data="$2"
@@ -54,6 +55,21 @@ PY
         then fails=$((fails + 1)); fi
     done
   done
+done
+# bench-model under expert parallelism (a rank holds part of the experts: its batch-1 bytes are
+# an expectation, not an identity) and DP attention: it runs and counts collective bytes.
+for flags in "--tp-size 2 --ep-size 2" "--tp-size 2 --dp-size 2 --ep-size 2 --enable-dp-attention"; do
+  runs=$((runs + 1))
+  # shellcheck disable=SC2086  # flags is a list
+  if ! "${mpirun[@]}" -np 2 "$bin" bench-model --model "$data/golden/tiny-v3" --threads 1 $flags \
+      --prefill 8 --decode-batch 1,2 --decode-tokens 4 -r 1 --bandwidth-mib 8 --json >"$tmp/bm.json" 2>"$tmp/bm.err" ||
+    ! python3 -c "
+import json, sys
+d = json.load(open('$tmp/bm.json'))
+assert d['decode_bs1_collective_bytes_per_step'] > 0 and d['decode_bs2_collective_bytes_per_step'] > 0, d
+print('ok   bench-model $flags: collective bytes per step', d['decode_bs1_collective_bytes_per_step'], d['decode_bs2_collective_bytes_per_step'])"; then
+    echo "FAIL bench-model $flags"; tail -5 "$tmp/bm.err"; fails=$((fails + 1))
+  fi
 done
 # Launch errors, before anything is loaded.
 expect_error() {  # NAME PATTERN COMMAND...

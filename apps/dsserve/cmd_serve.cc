@@ -19,6 +19,7 @@
 #include "io/json.h"
 #include "server/server.h"
 #include "server/server_options.h"
+#include "server/tool_call_grammar.h"
 #include "text/chat_format.h"
 #include "text/tokenizer.h"
 
@@ -67,8 +68,17 @@ int run_replica_leader(ServeArgs& a, ParallelRun& par) {
   std::signal(SIGTERM, SIG_IGN);
   auto engine = Engine::create(a.engine, par.tp_group(), par.dp_attention_group());
   if (!engine) return fail(engine.message());
+  // Output grammars arrive lowered; they bind to the vocabulary the front compiles against.
+  std::shared_ptr<const grammar::TokenVocab> vocab;
+  const std::string& dir = a.engine.model_dir;
+  if (!a.server.skip_tokenizer_init && std::filesystem::exists(dir + "/tokenizer.json")) {
+    auto tok = Tokenizer::load_dir(dir);
+    if (!tok) return fail(tok.message());
+    vocab = grammar::TokenVocab::from_tokenizer(*tok, (*engine)->model_config().n_vocab,
+                                                tool_call_control_tokens());
+  }
   MpiMailbox mail(*par.leaders);  // collective over the leaders: every engine is ready
-  serve_replica(**engine, mail);
+  serve_replica(**engine, mail, std::move(vocab));
   return 0;
 }
 

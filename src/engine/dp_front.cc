@@ -51,7 +51,7 @@ Result<RequestId> DpFront::submit(GenerateRequest req, EventSink sink) {
   const RequestId id = next_id_.fetch_add(1);
   std::lock_guard<std::mutex> lk(mu_);
   if (stopping_) return Status::error("engine is shutting down");
-  const int32_t r = req.grammar ? 0 : router_.route(req.prompt, load_);
+  const int32_t r = router_.route(req.prompt, load_);
   routed_[static_cast<size_t>(r)]++;
   Route route{r, id, std::move(sink), now_seconds()};
   if (r != 0) {

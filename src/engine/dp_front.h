@@ -4,10 +4,9 @@
 //
 // A request is checked against the local engine (every replica runs the same configuration), then
 // routed by DpRouter (sched/dp_router.h): the replica whose prefix cache most likely holds its
-// prompt's prefix, else the least loaded (load = requests in flight there). A request with an
-// output grammar stays on replica 0 (compiled grammars do not travel). Remote requests and cancels
-// go out on the mailbox thread; their token events come back in batches and reach the sinks on
-// that thread, with the times moved to this process's clock (arrival = when submit() ran here).
+// prompt's prefix, else the least loaded (load = requests in flight there). Remote requests and
+// cancels go out on the mailbox thread; their token events come back in batches and reach the sinks
+// on that thread, with the times moved to this process's clock (arrival = when submit() ran here).
 // Ids are the front's own. stats() sums the replicas' (the remote ones as of their last report,
 // every kDpStatsEveryS).
 // Faults: a replica leader that sends nothing (its reports are the heartbeat) for the limit

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <unordered_map>
 #include <vector>
@@ -44,14 +45,35 @@ bool flush(EventQueue& q, MpiMailbox& mail, std::unordered_map<RequestId, Reques
   return true;
 }
 
+// The compiled grammars by their bytes (a bounded map: cleared when full).
+struct GrammarCache {
+  std::shared_ptr<const grammar::TokenVocab> vocab;
+  std::unordered_map<std::string, std::shared_ptr<grammar::CompiledGrammar>> by_bytes;
+
+  std::shared_ptr<grammar::CompiledGrammar> get(const std::vector<uint8_t>& bytes) {
+    std::string key(bytes.begin(), bytes.end());
+    auto it = by_bytes.find(key);
+    if (it != by_bytes.end()) return it->second;
+    if (by_bytes.size() >= kReplicaGrammarCache) by_bytes.clear();
+    auto g = make_grammar(bytes, vocab);
+    by_bytes.emplace(std::move(key), g);
+    return g;
+  }
+};
+
 void submit(Engine& engine, EventQueue& q, std::unordered_map<RequestId, RequestId>& inner,
-            std::span<const uint8_t> bytes) {
-  auto [id, req] = decode_request(bytes);
-  const auto n_prompt = static_cast<int32_t>(req.prompt.size());
-  Result<RequestId> r = engine.submit(std::move(req), [&q, id = id](TokenEvent&& e) {
-    e.id = id;
-    q.push(std::move(e));
-  });
+            GrammarCache& grammars, std::span<const uint8_t> bytes) {
+  WireRequest w = decode_request(bytes);
+  const RequestId id = w.id;
+  const auto n_prompt = static_cast<int32_t>(w.req.prompt.size());
+  Result<RequestId> r = Status::error("grammar: this replica has no tokenizer");
+  if (w.grammar.empty() || grammars.vocab != nullptr) {
+    if (!w.grammar.empty()) w.req.grammar = grammars.get(w.grammar);
+    r = engine.submit(std::move(w.req), [&q, id](TokenEvent&& e) {
+      e.id = id;
+      q.push(std::move(e));
+    });
+  }
   if (r) {
     inner[id] = *r;
     return;
@@ -66,9 +88,11 @@ void submit(Engine& engine, EventQueue& q, std::unordered_map<RequestId, Request
 
 }  // namespace
 
-void serve_replica(Engine& engine, MpiMailbox& mail) {
+void serve_replica(Engine& engine, MpiMailbox& mail,
+                   std::shared_ptr<const grammar::TokenVocab> vocab) {
   DSS_CHECK(mail.rank() > 0, "serve_replica on the front's rank");
   EventQueue q;
+  GrammarCache grammars{std::move(vocab), {}};
   std::unordered_map<RequestId, RequestId> inner;  // front id -> engine id, in flight
   double next_stats = 0.0;
   int64_t pause_us = kPollMinUs;
@@ -78,7 +102,7 @@ void serve_replica(Engine& engine, MpiMailbox& mail) {
       moved = true;
       DSS_CHECK(m->source == kFront, "replica leader: a message from mailbox rank ", m->source);
       if (m->tag == kDpRequest) {
-        submit(engine, q, inner, m->bytes);
+        submit(engine, q, inner, grammars, m->bytes);
       } else if (m->tag == kDpCancel) {
         auto it = inner.find(decode_id(m->bytes));
         if (it != inner.end()) engine.cancel(it->second);

@@ -3,15 +3,24 @@
 // front's ids and go to the engine; their token events go back in batches, as they come; every
 // kDpStatsEveryS the engine's statistics go too (the front's heartbeat from this replica). On the
 // front's stop, the engine shuts down (aborting what is left: their kAbort events go back), a
-// last kDpBye follows, and this returns.
+// last kDpBye follows, and this returns. A request's output grammar arrives lowered and is bound
+// to `vocab` (the same vocabulary the front compiles against); the compiled grammars are kept
+// by their bytes (up to kReplicaGrammarCache), so the requests of one schema share its masks.
 #pragma once
+
+#include <memory>
 
 #include "dist/mpi_mailbox.h"
 #include "engine/engine.h"
+#include "grammar/token_vocab.h"
 
 namespace dss {
 
+inline constexpr size_t kReplicaGrammarCache = 256;
+
 // Blocks the calling thread until the front says stop; the engine is shut down on return.
-void serve_replica(Engine& engine, MpiMailbox& mail);
+// vocab: null without a tokenizer (the front then has no grammars either).
+void serve_replica(Engine& engine, MpiMailbox& mail,
+                   std::shared_ptr<const grammar::TokenVocab> vocab);
 
 }  // namespace dss

@@ -114,25 +114,64 @@ SamplingParams get_params(Reader& r) {
   return p;
 }
 
+std::vector<uint8_t> encode_grammar(const grammar::CompiledGrammar& g) {
+  const grammar::Bnf& b = g.bnf();
+  Writer w;
+  w.put_vec(b.sets);
+  w.put_vec(b.elems);
+  w.put_vec(b.alt_begin);
+  w.put_vec(b.rule_alt_begin);
+  w.put(static_cast<uint64_t>(b.rule_names.size()));
+  for (const std::string& name : b.rule_names) w.put_str(name);
+  w.put(b.root);
+  w.put(g.options());
+  return w.take();
+}
+
 }  // namespace
 
 std::vector<uint8_t> encode_request(RequestId id, const GenerateRequest& r) {
-  DSS_CHECK(r.grammar == nullptr, "a constrained request cannot leave the front's replica");
   Writer w;
   w.put(id);
   w.put_vec(r.prompt);
   put_params(w, r.params);
+  w.put(r.reasoning_end_token);
+  w.put_str(r.reasoning_end_text);
+  w.put(r.grammar_trigger_token);
+  w.put_str(r.grammar_trigger_text);
+  w.put_vec(r.grammar ? encode_grammar(*r.grammar) : std::vector<uint8_t>{});
   return w.take();
 }
 
-std::pair<RequestId, GenerateRequest> decode_request(std::span<const uint8_t> bytes) {
+WireRequest decode_request(std::span<const uint8_t> bytes) {
   Reader r(bytes);
-  std::pair<RequestId, GenerateRequest> out;
-  out.first = r.get<RequestId>();
-  out.second.prompt = r.get_vec<TokenId>();
-  out.second.params = get_params(r);
+  WireRequest out;
+  out.id = r.get<RequestId>();
+  out.req.prompt = r.get_vec<TokenId>();
+  out.req.params = get_params(r);
+  out.req.reasoning_end_token = r.get<TokenId>();
+  out.req.reasoning_end_text = r.get_str();
+  out.req.grammar_trigger_token = r.get<TokenId>();
+  out.req.grammar_trigger_text = r.get_str();
+  out.grammar = r.get_vec<uint8_t>();
   r.expect_end();
   return out;
+}
+
+std::shared_ptr<grammar::CompiledGrammar> make_grammar(
+    std::span<const uint8_t> bytes, std::shared_ptr<const grammar::TokenVocab> vocab) {
+  Reader r(bytes);
+  grammar::Bnf b;
+  b.sets = r.get_vec<grammar::ByteSet>();
+  b.elems = r.get_vec<int32_t>();
+  b.alt_begin = r.get_vec<int32_t>();
+  b.rule_alt_begin = r.get_vec<int32_t>();
+  const auto n_rules = r.get<uint64_t>();
+  for (uint64_t i = 0; i < n_rules; ++i) b.rule_names.push_back(r.get_str());
+  b.root = r.get<int32_t>();
+  const auto opts = r.get<grammar::CompileOptions>();
+  r.expect_end();
+  return std::make_shared<grammar::CompiledGrammar>(std::move(b), std::move(vocab), opts);
 }
 
 std::vector<uint8_t> encode_id(RequestId id) {

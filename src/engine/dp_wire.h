@@ -1,9 +1,9 @@
 // The messages between the data-parallel front (engine/dp_front.h) and the replica leaders
-// (engine/dp_replica.h), as bytes for MpiMailbox: a request (without its grammar: the front keeps
-// constrained requests on its own replica), a cancel, a batch of token events, a replica's
-// statistics. Fields are copied in the host's layout: every rank runs the same binary on the same
-// architecture. A message that does not decode is an invariant violation (CHECK): only ranks of
-// the same job send them.
+// (engine/dp_replica.h), as bytes for MpiMailbox: a request (an output grammar as its lowered
+// Bnf and options, which the replica binds to its own copy of the vocabulary), a cancel, a batch
+// of token events, a replica's statistics. Fields are copied in the host's layout: every rank runs
+// the same binary on the same architecture. A message that does not decode is an invariant
+// violation (CHECK): only ranks of the same job send them.
 #pragma once
 
 #include <cstdint>
@@ -13,6 +13,7 @@
 
 #include "core/generate.h"
 #include "engine/engine.h"
+#include "grammar/compiled_grammar.h"
 
 namespace dss {
 
@@ -25,8 +26,19 @@ enum DpTag : int {
   kDpBye = 6,      // leader -> front: empty; the last message of a leader
 };
 
+// A request as the replica receives it: `req` without its grammar, which comes as `grammar`
+// (empty when unconstrained: the encoded Bnf and options, also the key of the replica's cache of
+// compiled grammars) for make_grammar.
+struct WireRequest {
+  RequestId id = 0;
+  GenerateRequest req;
+  std::vector<uint8_t> grammar;
+};
 std::vector<uint8_t> encode_request(RequestId id, const GenerateRequest& r);
-std::pair<RequestId, GenerateRequest> decode_request(std::span<const uint8_t> bytes);
+WireRequest decode_request(std::span<const uint8_t> bytes);
+// The grammar of WireRequest::grammar (not empty) over `vocab`.
+std::shared_ptr<grammar::CompiledGrammar> make_grammar(
+    std::span<const uint8_t> grammar, std::shared_ptr<const grammar::TokenVocab> vocab);
 std::vector<uint8_t> encode_id(RequestId id);
 RequestId decode_id(std::span<const uint8_t> bytes);
 std::vector<uint8_t> encode_events(std::span<const TokenEvent> events);

@@ -40,6 +40,10 @@ class CompiledGrammar {
                   const CompileOptions& opts = {});
 
   const TokenVocab& vocab() const { return *vocab_; }
+  // What it was made from (fixed at construction: no lock needed). The data-parallel front sends
+  // these to another process, which makes the same grammar over its own copy of the vocabulary.
+  const Bnf& bnf() const { return automaton_.bnf(); }
+  const CompileOptions& options() const { return opts_; }
   int32_t initial_state() const { return initial_; }
 
   // The state after `id` (Automaton::kDead if the grammar rejects it). EOS and ids without

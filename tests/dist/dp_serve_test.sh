@@ -4,6 +4,7 @@
 # - 16 greedy completions (token-id prompts of 1-70 tokens, 1-12 new tokens, concurrent) give the
 #   one process's tokens, and both replicas served some (dp_replica_requests_routed_total);
 # - 4 prompts sharing a 3-page prefix all go to one replica (the prefix-aware router);
+# - 8 greedy chat completions under a JSON Schema give the one process's text, on both replicas;
 # - `dsserve bench` counts exactly the tokens asked, equal to the server's counters;
 # - SIGTERM to rank 0 drains and every rank exits 0.
 # - the replicas' dp_replica_kv_pages_used add up to the server's kv_cache_pages_used.
@@ -83,6 +84,38 @@ d0=$(($(routed 0) - r0)) d1=$(($(routed 1) - r1))
 echo "prefix-sharing prompts routed: replica 0 +$d0, replica 1 +$d1"
 { [ "$d0" -eq 4 ] && [ "$d1" -eq 0 ]; } || { [ "$d0" -eq 0 ] && [ "$d1" -eq 4 ]; } ||
   fail "prefix-sharing prompts split across replicas"
+fi
+
+# Structured output: the grammar goes to whichever replica the router picks (sent lowered, bound
+# to that replica's vocabulary) and constrains as on one process.
+if [ "$replicas" = 1 ]; then q0=$(routed 0) q1=$(routed 1); fi
+$PY - "$ONE_PORT" "$DP_PORT" <<'PYEOF' || fail "structured output"
+import json, sys, urllib.request, concurrent.futures as cf
+one, dp = sys.argv[1:3]
+schema = {"type": "object", "properties": {"n": {"type": "integer"}, "tag": {"enum": ["x", "yy"]}},
+          "required": ["n", "tag"], "additionalProperties": False}
+def chat(port, i):
+    body = json.dumps({"model": "tiny", "max_tokens": 48, "temperature": 0,
+                       "messages": [{"role": "user", "content": f"item {i}: " + "word " * i}],
+                       "response_format": {"type": "json_schema",
+                                           "json_schema": {"name": "item", "schema": schema}}}).encode()
+    req = urllib.request.Request(f"http://127.0.0.1:{port}/v1/chat/completions", body,
+                                 {"content-type": "application/json"})
+    c = json.load(urllib.request.urlopen(req, timeout=120))["choices"][0]
+    return c["message"]["content"], c["finish_reason"]
+with cf.ThreadPoolExecutor(8) as ex:
+    a = list(ex.map(lambda i: chat(one, i), range(8)))
+    b = list(ex.map(lambda i: chat(dp, i), range(8)))
+assert a == b, (a, b)
+done = [json.loads(t) for t, why in b if why == "stop"]
+for d in done:
+    assert isinstance(d["n"], int) and d["tag"] in ("x", "yy"), d
+print(f"ok   8 constrained completions equal to one process ({len(done)} complete JSON objects)")
+PYEOF
+if [ "$replicas" = 1 ]; then
+  c0=$(($(routed 0) - q0)) c1=$(($(routed 1) - q1))
+  echo "constrained requests routed: replica 0 +$c0, replica 1 +$c1"
+  [ "$c0" -gt 0 ] && [ "$c1" -gt 0 ] || fail "constrained requests stayed on one replica"
 fi
 
 g0=$(metric dsserve:generation_tokens_total "$DP_PORT")

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include "grammar/grammar_compiler.h"
+
 namespace dss {
 namespace {
 
@@ -27,8 +29,10 @@ TEST(DpWire, RequestRoundTrip) {
   p.include_stop_str_in_output = true;
   p.logprobs = 5;
   p.skip_special_tokens = false;
-  const auto [id, q] = decode_request(encode_request(42, r));
-  EXPECT_EQ(id, 42u);
+  const WireRequest w = decode_request(encode_request(42, r));
+  const GenerateRequest& q = w.req;
+  EXPECT_EQ(w.id, 42u);
+  EXPECT_TRUE(w.grammar.empty());
   EXPECT_EQ(q.prompt, r.prompt);
   const SamplingParams& o = q.params;
   EXPECT_EQ(o.temperature, p.temperature);
@@ -48,7 +52,48 @@ TEST(DpWire, RequestRoundTrip) {
   EXPECT_EQ(o.logprobs, p.logprobs);
   EXPECT_EQ(o.skip_special_tokens, p.skip_special_tokens);
   r.params.seed.reset();
-  EXPECT_FALSE(decode_request(encode_request(1, r)).second.params.seed.has_value());
+  EXPECT_FALSE(decode_request(encode_request(1, r)).req.params.seed.has_value());
+}
+
+// A grammar sent as its lowered form and bound to another copy of the vocabulary allows exactly
+// what the original allows, token by token.
+TEST(DpWire, GrammarRoundTrip) {
+  std::vector<std::pair<TokenId, std::string>> tokens;
+  for (int c = 0; c < 128; ++c) tokens.emplace_back(c, std::string(1, static_cast<char>(c)));
+  tokens.emplace_back(128, "ab");
+  auto vocab = std::make_shared<const grammar::TokenVocab>(tokens, 130, 129);
+  grammar::GrammarCompiler compiler(vocab);
+  auto g = compiler.regex("a(b|c)+d");
+  ASSERT_TRUE(g) << g.message();
+  GenerateRequest r;
+  r.prompt = {1};
+  r.grammar = *g;
+  r.reasoning_end_token = 7;
+  r.reasoning_end_text = "</think>";
+  r.grammar_trigger_token = 9;
+  r.grammar_trigger_text = "<tool>";
+  const WireRequest w = decode_request(encode_request(3, r));
+  EXPECT_EQ(w.req.reasoning_end_token, 7);
+  EXPECT_EQ(w.req.reasoning_end_text, "</think>");
+  EXPECT_EQ(w.req.grammar_trigger_token, 9);
+  EXPECT_EQ(w.req.grammar_trigger_text, "<tool>");
+  ASSERT_FALSE(w.grammar.empty());
+  auto copy =
+      make_grammar(w.grammar, std::make_shared<const grammar::TokenVocab>(tokens, 130, 129));
+  const size_t n_words = static_cast<size_t>(vocab->n_words());
+  std::vector<uint64_t> a(n_words), b(n_words);
+  int32_t sa = (*g)->initial_state(), sb = copy->initial_state();
+  for (const TokenId t : {TokenId{128}, TokenId{'c'}, TokenId{'b'}, TokenId{'d'}}) {  // "ab" c b d
+    (*g)->fill_mask(sa, a);
+    copy->fill_mask(sb, b);
+    EXPECT_EQ(a, b);
+    sa = (*g)->advance_token(sa, t);
+    sb = copy->advance_token(sb, t);
+    ASSERT_NE(sa, grammar::Automaton::kDead);
+    ASSERT_NE(sb, grammar::Automaton::kDead);
+  }
+  EXPECT_TRUE((*g)->can_end(sa));
+  EXPECT_TRUE(copy->can_end(sb));
 }
 
 TEST(DpWire, EventsRoundTrip) {

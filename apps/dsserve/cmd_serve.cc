@@ -99,14 +99,18 @@ int serve_front(ServeArgs& a, ParallelRun& par, Engine& engine, const Tokenizer*
   ro.min_match_tokens = a.engine.page_size;
   DpFront front(engine, mail, std::move(leader_ranks), ro, a.parallel.dist_timeout_s);
   auto server = Server::create(a.server, std::move(routes), front, tok);
-  if (!server) return fail(server.message());
-  announce(a, **server);
-  (*server)->run();
+  if (server) {
+    announce(a, **server);
+    (*server)->run();
+  }
+  // Stopped together also when the server could not start: under DP attention the engines
+  // leave their lockstep only all at once.
   front.request_stop();
   engine.shutdown();  // under DP attention it returns once every rank's engine has stopped
   const bool stopped = front.stop();
-  server->reset();
+  if (server) server->reset();
   if (!stopped) std::_Exit(3);
+  if (!server) return fail(server.message());
   std::fprintf(stderr, "dsserve serve: stopped\n");
   return 0;
 }

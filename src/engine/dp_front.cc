@@ -15,9 +15,6 @@ namespace dss {
 
 namespace {
 
-// The mailbox threads' pause when nothing moved: doubling from 20 us to 1 ms, so a busy replica's
-// events are forwarded at once and an idle job costs ~1,000 polls a second per thread.
-constexpr int64_t kPollMinUs = 20, kPollMaxUs = 1000;
 // After on_stall, time for the answers to reach the clients before the process exits.
 constexpr double kFlushS = 0.3;
 
@@ -209,7 +206,7 @@ void DpFront::fail(const std::string& why) {
 }
 
 void DpFront::run() {
-  int64_t pause_us = kPollMinUs;
+  int64_t pause_us = kDpPollMinUs;
   for (;;) {
     std::deque<Outgoing> out;
     {
@@ -235,7 +232,7 @@ void DpFront::run() {
       if (stopping_ && n_byes_ == n_replicas_ - 1 && outbox_.empty()) break;
     }
     check_silence(now_seconds());
-    pause_us = moved ? kPollMinUs : std::min(2 * pause_us, kPollMaxUs);
+    pause_us = next_dp_pause_us(pause_us, moved);
     std::this_thread::sleep_for(std::chrono::microseconds(pause_us));
   }
   done_.store(true);

@@ -31,7 +31,6 @@
 
 namespace dss {
 
-inline constexpr double kDpStatsEveryS = 0.2;
 inline constexpr double kDpSilentLimitS = 5.0;
 
 class DpFront final : public EngineApi {

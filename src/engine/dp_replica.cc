@@ -10,15 +10,13 @@
 
 #include "base/check.h"
 #include "base/clock.h"
-#include "engine/dp_front.h"
 #include "engine/dp_wire.h"
 
 namespace dss {
 
 namespace {
 
-constexpr int64_t kPollMinUs = 20, kPollMaxUs = 1000;  // as the front's (dp_front.cc)
-constexpr int kFront = 0;                              // the front's mailbox rank
+constexpr int kFront = 0;  // the front's mailbox rank
 
 // The events the engine's sinks produced since the last send (engine thread -> mailbox thread).
 struct EventQueue {
@@ -95,7 +93,7 @@ void serve_replica(Engine& engine, MpiMailbox& mail,
   GrammarCache grammars{std::move(vocab), {}};
   std::unordered_map<RequestId, RequestId> inner;  // front id -> engine id, in flight
   double next_stats = 0.0;
-  int64_t pause_us = kPollMinUs;
+  int64_t pause_us = kDpPollMinUs;
   for (;;) {
     bool moved = false;
     while (std::optional<MpiMailbox::Message> m = mail.poll()) {
@@ -120,7 +118,7 @@ void serve_replica(Engine& engine, MpiMailbox& mail,
       mail.send(kFront, kDpStats, encode_stats(engine.stats()));
       next_stats = now + kDpStatsEveryS;
     }
-    pause_us = moved ? kPollMinUs : std::min(2 * pause_us, kPollMaxUs);
+    pause_us = next_dp_pause_us(pause_us, moved);
     std::this_thread::sleep_for(std::chrono::microseconds(pause_us));
   }
 }

@@ -17,6 +17,17 @@
 
 namespace dss {
 
+// The mailbox threads' pacing, both sides: a pause doubling from kDpPollMinUs to kDpPollMaxUs
+// while nothing moves, so a busy replica's events go at once and an idle job costs ~1,000 polls
+// a second per thread; each replica leader's statistics every kDpStatsEveryS.
+inline constexpr int64_t kDpPollMinUs = 20, kDpPollMaxUs = 1000;
+inline constexpr double kDpStatsEveryS = 0.2;
+
+// The pause after a round of polling in which `moved` says whether anything was sent or received.
+inline int64_t next_dp_pause_us(int64_t pause_us, bool moved) {
+  return moved ? kDpPollMinUs : (2 * pause_us < kDpPollMaxUs ? 2 * pause_us : kDpPollMaxUs);
+}
+
 enum DpTag : int {
   kDpRequest = 1,  // front -> leader: encode_request
   kDpCancel = 2,   // front -> leader: encode_id

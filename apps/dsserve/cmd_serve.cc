@@ -66,6 +66,8 @@ int run_follower(ServeArgs& a, ParallelRun& par) {
 int run_replica_leader(ServeArgs& a, ParallelRun& par) {
   std::signal(SIGINT, SIG_IGN);
   std::signal(SIGTERM, SIG_IGN);
+  // Collective over the leaders, before the engine thread may call MPI (DP attention).
+  MpiMailbox mail(*par.leaders);
   auto engine = Engine::create(a.engine, par.tp_group(), par.dp_attention_group());
   if (!engine) return fail(engine.message());
   // Output grammars arrive lowered; they bind to the vocabulary the front compiles against.
@@ -77,7 +79,6 @@ int run_replica_leader(ServeArgs& a, ParallelRun& par) {
     vocab = grammar::TokenVocab::from_tokenizer(*tok, (*engine)->model_config().n_vocab,
                                                 tool_call_control_tokens());
   }
-  MpiMailbox mail(*par.leaders);  // collective over the leaders: every engine is ready
   serve_replica(**engine, mail, std::move(vocab));
   return 0;
 }
@@ -88,16 +89,18 @@ int run_other_rank(ServeArgs& a, ParallelRun& par) {
 
 // Rank 0 with --dp-size > 1: the HTTP server over the data-parallel front. Exits 3 when a
 // replica leader did not answer the stop (it is gone: MPI cannot finalise).
-int serve_front(ServeArgs& a, ParallelRun& par, Engine& engine, const Tokenizer* tok,
-                RoutesConfig routes) {
-  MpiMailbox mail(*par.leaders);
+int serve_front(ServeArgs& a, ParallelRun& par, MpiMailbox& mail, Engine& engine,
+                const Tokenizer* tok, RoutesConfig routes) {
   std::vector<int> leader_ranks;
   for (int32_t r = 0; r < par.dp_size; ++r) leader_ranks.push_back(par.leader_rank(r));
   DpRouterOptions ro;
   ro.n_replicas = par.dp_size;
   ro.block_tokens = a.engine.page_size;
   ro.min_match_tokens = a.engine.page_size;
-  DpFront front(engine, mail, std::move(leader_ranks), ro, a.parallel.dist_timeout_s);
+  // DP attention: the engine thread polls the mailbox between its rounds (one thread calls MPI).
+  DpFront front(engine, mail, std::move(leader_ranks), ro, a.parallel.dist_timeout_s,
+                /*own_thread=*/!engine.lockstep());
+  if (engine.lockstep()) engine.set_round_hook([&front] { front.poll_once(); });
   auto server = Server::create(a.server, std::move(routes), front, tok);
   if (server) {
     announce(a, **server);
@@ -161,9 +164,11 @@ int run_serve(ServeArgs& a) {
   const Tokenizer* tok_ptr = tok ? &*tok : nullptr;
   auto routes = routes_config_from(a.server, dir, *config, tok_ptr);
   if (!routes) return fail(routes.message(), 2);
+  std::optional<MpiMailbox> mail;  // before the engine thread may call MPI (DP attention)
+  if (par->dp_size > 1) mail.emplace(*par->leaders);
   auto engine = Engine::create(a.engine, par->tp_group(), par->dp_attention_group());
   if (!engine) return fail(engine.message());
-  if (par->dp_size > 1) return serve_front(a, *par, **engine, tok_ptr, std::move(*routes));
+  if (mail) return serve_front(a, *par, *mail, **engine, tok_ptr, std::move(*routes));
   auto server = Server::create(a.server, std::move(*routes), **engine, tok_ptr);
   if (!server) return fail(server.message());
   announce(a, **server);

@@ -21,7 +21,7 @@ constexpr double kFlushS = 0.3;
 }  // namespace
 
 DpFront::DpFront(Engine& local, MpiMailbox& mail, std::vector<int> leader_world_ranks,
-                 const DpRouterOptions& router, double silent_limit_s)
+                 const DpRouterOptions& router, double silent_limit_s, bool own_thread)
     : local_(local),
       mail_(mail),
       leader_world_ranks_(std::move(leader_world_ranks)),
@@ -35,12 +35,12 @@ DpFront::DpFront(Engine& local, MpiMailbox& mail, std::vector<int> leader_world_
   routed_.assign(static_cast<size_t>(n_replicas_), 0);
   remote_stats_.resize(static_cast<size_t>(n_replicas_));
   last_heard_.assign(static_cast<size_t>(n_replicas_), now_seconds());
-  thread_ = std::thread([this] { run(); });
+  if (own_thread) thread_ = std::thread([this] { run(); });
 }
 
 DpFront::~DpFront() {
   // A leader that never answered leaves the thread polling: the process is exiting on that error.
-  if (!stop()) thread_.detach();
+  if (!stop() && thread_.joinable()) thread_.detach();
 }
 
 Result<RequestId> DpFront::submit(GenerateRequest req, EventSink sink) {
@@ -144,8 +144,10 @@ void DpFront::request_stop() {
 bool DpFront::stop(double timeout_s) {
   request_stop();
   const double deadline = now_seconds() + timeout_s;
-  while (!done_.load() && now_seconds() < deadline)
+  while (!done_.load() && now_seconds() < deadline) {
+    if (!thread_.joinable()) poll_once();  // driven: the caller's thread now (the engine's ended)
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
   if (!done_.load()) {
     log_error("data-parallel front: ", n_replicas_ - 1 - n_byes_,
               " replica leader(s) did not answer the stop within ", timeout_s, " s");
@@ -205,37 +207,44 @@ void DpFront::fail(const std::string& why) {
   std::_Exit(3);
 }
 
+bool DpFront::poll_once() {
+  if (done_.load()) return false;
+  std::deque<Outgoing> out;
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    out.swap(outbox_);
+  }
+  for (const Outgoing& o : out) mail_.send(o.replica, o.tag, o.bytes);
+  bool moved = !out.empty();
+  while (std::optional<MpiMailbox::Message> m = mail_.poll()) {
+    moved = true;
+    const int32_t r = m->source;
+    DSS_CHECK(r > 0 && r < n_replicas_, "data-parallel front: a message from mailbox rank ", r);
+    {
+      std::lock_guard<std::mutex> lk(mu_);
+      last_heard_[static_cast<size_t>(r)] = now_seconds();
+      if (m->tag == kDpStats) remote_stats_[static_cast<size_t>(r)] = decode_stats(m->bytes);
+      if (m->tag == kDpBye) n_byes_++;
+    }
+    if (m->tag == kDpEvents) on_events(r, decode_events(m->bytes));
+  }
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    if (stopping_ && n_byes_ == n_replicas_ - 1 && outbox_.empty()) {
+      done_.store(true);
+      return moved;
+    }
+  }
+  check_silence(now_seconds());
+  return moved;
+}
+
 void DpFront::run() {
   int64_t pause_us = kDpPollMinUs;
-  for (;;) {
-    std::deque<Outgoing> out;
-    {
-      std::lock_guard<std::mutex> lk(mu_);
-      out.swap(outbox_);
-    }
-    for (const Outgoing& o : out) mail_.send(o.replica, o.tag, o.bytes);
-    bool moved = !out.empty();
-    while (std::optional<MpiMailbox::Message> m = mail_.poll()) {
-      moved = true;
-      const int32_t r = m->source;
-      DSS_CHECK(r > 0 && r < n_replicas_, "data-parallel front: a message from mailbox rank ", r);
-      {
-        std::lock_guard<std::mutex> lk(mu_);
-        last_heard_[static_cast<size_t>(r)] = now_seconds();
-        if (m->tag == kDpStats) remote_stats_[static_cast<size_t>(r)] = decode_stats(m->bytes);
-        if (m->tag == kDpBye) n_byes_++;
-      }
-      if (m->tag == kDpEvents) on_events(r, decode_events(m->bytes));
-    }
-    {
-      std::lock_guard<std::mutex> lk(mu_);
-      if (stopping_ && n_byes_ == n_replicas_ - 1 && outbox_.empty()) break;
-    }
-    check_silence(now_seconds());
-    pause_us = next_dp_pause_us(pause_us, moved);
+  while (!done_.load()) {
+    pause_us = next_dp_pause_us(pause_us, poll_once());
     std::this_thread::sleep_for(std::chrono::microseconds(pause_us));
   }
-  done_.store(true);
 }
 
 }  // namespace dss

@@ -36,8 +36,12 @@ inline constexpr double kDpSilentLimitS = 5.0;
 class DpFront final : public EngineApi {
  public:
   // leader_world_ranks[r]: replica r's leader's world rank (for messages); mail.size() replicas.
+  // own_thread: the mailbox is polled on a thread of its own (MPI_THREAD_MULTIPLE: the engine's
+  // group runs collectives meanwhile); else the caller drives poll_once (DP attention: the
+  // engine's round hook, so the engine thread is the only one calling MPI), and stop() polls on
+  // the calling thread once the engine has ended.
   DpFront(Engine& local, MpiMailbox& mail, std::vector<int> leader_world_ranks,
-          const DpRouterOptions& router, double silent_limit_s);
+          const DpRouterOptions& router, double silent_limit_s, bool own_thread);
   ~DpFront() override;
 
   Result<RequestId> submit(GenerateRequest req, EventSink sink) override;
@@ -57,6 +61,9 @@ class DpFront final : public EngineApi {
   // did not answer. Idempotent. The local engine is the caller's to shut down: under DP attention
   // between the two (the engines stop together, in lockstep).
   bool stop(double timeout_s = 10.0);
+  // One round of the mailbox: sends what is queued, hands out what arrived, checks the silence
+  // limit. True if anything moved. One thread at a time (the own thread, or the driver).
+  bool poll_once();
 
  private:
   struct Route {
@@ -70,7 +77,7 @@ class DpFront final : public EngineApi {
     int tag;
     std::vector<uint8_t> bytes;
   };
-  void run();  // the mailbox thread
+  void run();  // the own thread: poll_once with the pacing of dp_wire.h
   void on_events(int32_t replica, std::vector<TokenEvent> events);
   void finish(RequestId id, int32_t replica);  // under mu_
   void check_silence(double now);

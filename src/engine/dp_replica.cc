@@ -84,19 +84,23 @@ void submit(Engine& engine, EventQueue& q, std::unordered_map<RequestId, Request
   q.push(std::move(e));
 }
 
-}  // namespace
-
-void serve_replica(Engine& engine, MpiMailbox& mail,
-                   std::shared_ptr<const grammar::TokenVocab> vocab) {
-  DSS_CHECK(mail.rank() > 0, "serve_replica on the front's rank");
+// The replica's side of the mailbox: requests in, events and statistics out.
+struct ReplicaServer {
+  Engine& engine;
+  MpiMailbox& mail;
   EventQueue q;
-  GrammarCache grammars{std::move(vocab), {}};
+  GrammarCache grammars;
   std::unordered_map<RequestId, RequestId> inner;  // front id -> engine id, in flight
   double next_stats = 0.0;
-  int64_t pause_us = kDpPollMinUs;
-  for (;;) {
+  bool stop_seen = false;
+
+  // One round: what arrived goes to the engine (the front's stop: request_stop), what the engine
+  // emitted goes out, and the statistics when due. True if anything moved.
+  bool poll_once() {
     bool moved = false;
-    while (std::optional<MpiMailbox::Message> m = mail.poll()) {
+    while (!stop_seen) {
+      std::optional<MpiMailbox::Message> m = mail.poll();
+      if (!m) break;
       moved = true;
       DSS_CHECK(m->source == kFront, "replica leader: a message from mailbox rank ", m->source);
       if (m->tag == kDpRequest) {
@@ -106,10 +110,8 @@ void serve_replica(Engine& engine, MpiMailbox& mail,
         if (it != inner.end()) engine.cancel(it->second);
       } else {
         DSS_CHECK(m->tag == kDpStop, "replica leader: unexpected tag ", m->tag);
-        engine.shutdown();  // the kAbort events of what is left are in q now
-        flush(q, mail, inner);
-        mail.send(kFront, kDpBye, {});
-        return;
+        engine.request_stop();  // the kAbort events of what is left follow
+        stop_seen = true;
       }
     }
     moved |= flush(q, mail, inner);
@@ -118,9 +120,34 @@ void serve_replica(Engine& engine, MpiMailbox& mail,
       mail.send(kFront, kDpStats, encode_stats(engine.stats()));
       next_stats = now + kDpStatsEveryS;
     }
-    pause_us = next_dp_pause_us(pause_us, moved);
-    std::this_thread::sleep_for(std::chrono::microseconds(pause_us));
+    return moved;
   }
+
+  // After the engine thread ended: the last events, then the bye.
+  void finish() {
+    flush(q, mail, inner);
+    mail.send(kFront, kDpBye, {});
+  }
+};
+
+}  // namespace
+
+void serve_replica(Engine& engine, MpiMailbox& mail,
+                   std::shared_ptr<const grammar::TokenVocab> vocab) {
+  DSS_CHECK(mail.rank() > 0, "serve_replica on the front's rank");
+  ReplicaServer rs{engine, mail, {}, {std::move(vocab), {}}, {}};
+  if (engine.lockstep()) {  // DP attention: the engine thread polls, between its rounds
+    engine.set_round_hook([&rs] { rs.poll_once(); });
+    engine.join();  // the front's stop, then every rank's engine stopped
+  } else {
+    int64_t pause_us = kDpPollMinUs;
+    while (!rs.stop_seen) {
+      pause_us = next_dp_pause_us(pause_us, rs.poll_once());
+      std::this_thread::sleep_for(std::chrono::microseconds(pause_us));
+    }
+    engine.join();
+  }
+  rs.finish();
 }
 
 }  // namespace dss

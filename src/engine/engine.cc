@@ -121,9 +121,12 @@ Status check_speculative(const SpeculativeOptions& s) {
 struct Engine::Impl {
   EngineOptions opts;
   std::unique_ptr<Model> model;
-  MpiComm* tp_group = nullptr;             // size > 1 only
-  MpiComm* dp_group = nullptr;             // DP attention: the ranks stepping in lockstep
-  bool last_round_busy = false;            // DP attention: some rank had work last round
+  MpiComm* tp_group = nullptr;   // size > 1 only
+  MpiComm* dp_group = nullptr;   // DP attention: the ranks stepping in lockstep
+  bool last_round_busy = false;  // DP attention: some rank had work last round
+  // DP attention: set_round_hook's function (written once, before has_round_hook is set).
+  std::function<void()> round_hook;
+  std::atomic<bool> has_round_hook{false};
   std::unique_ptr<StepChannel> steps;      // tensor parallel: rank 0 sends, the others receive
   std::unique_ptr<StepWatchdog> watchdog;  // tensor parallel: ends the job if a step stalls
   RankStats own;                           // tensor parallel: this rank's totals
@@ -383,14 +386,31 @@ void Engine::check_integrity() {
   done.wait();
 }
 
-void Engine::shutdown() {
+void Engine::request_stop() {
   {
     std::lock_guard<std::mutex> lk(impl_->mu);
     impl_->stopping = true;
   }
   impl_->cv.notify_one();
+}
+
+void Engine::join() {
   if (impl_->thread.joinable()) impl_->thread.join();
 }
+
+void Engine::shutdown() {
+  request_stop();
+  join();
+}
+
+void Engine::set_round_hook(std::function<void()> hook) {
+  std::lock_guard<std::mutex> lk(impl_->mu);
+  DSS_CHECK(!impl_->has_round_hook.load(), "set_round_hook twice");
+  impl_->round_hook = std::move(hook);
+  impl_->has_round_hook.store(true, std::memory_order_release);
+}
+
+bool Engine::lockstep() const { return impl_->dp_group != nullptr; }
 
 void Engine::set_on_stall(std::function<void(const std::string&)> on_stall) {
   if (impl_->watchdog) impl_->watchdog->set_on_stall(std::move(on_stall));
@@ -455,6 +475,7 @@ void Engine::Impl::loop() {
 }
 
 bool Engine::Impl::lockstep_round(bool stopped) {
+  if (has_round_hook.load(std::memory_order_acquire)) round_hook();
   std::array<int32_t, 2> v = {sched->idle() ? 0 : 1, stopped ? 1 : 0};
   watchdog->step_begin();  // a rank gone or hung stalls the others here or in the forward
   dp_group->allreduce_sum(std::span<int32_t>(v));

@@ -55,7 +55,18 @@ class Engine final : public EngineApi {
   // Takes effect at the next step boundary; the request's last event has FinishReason::kAbort.
   void cancel(RequestId id) override;
   EngineStats stats() const override;
-  void shutdown();
+  void shutdown();  // request_stop(), then join()
+  // The first half of shutdown(), without waiting (also from a round hook, on the engine thread).
+  void request_stop();
+  // Waits until the engine thread has ended: after request_stop(), or under DP attention once
+  // every rank's engine has stopped.
+  void join();
+  // DP attention (else never called): `hook` runs on the engine thread at the start of every
+  // lockstep round, before its collective, so the process's point-to-point traffic (the
+  // data-parallel front's mailbox) runs on the one thread that calls MPI. Set once, before the
+  // requests it brings; it may call submit, cancel, stats and request_stop.
+  void set_round_hook(std::function<void()> hook);
+  bool lockstep() const;  // DP attention: the engine steps in lockstep with other ranks'
 
   const ModelConfig& model_config() const override;
   int32_t context_length() const override;

@@ -10,7 +10,8 @@
 # - the replicas' dp_replica_kv_pages_used add up to the server's kv_cache_pages_used.
 # PARALLEL_FLAGS (default --dp-size 2): --tp-size 2 runs the checks that do not concern replicas
 # (greedy equality, bench counts, SIGTERM); DP attention 2 (--tp-size 2 --dp-size 2 --ep-size 2
-# --enable-dp-attention) runs them all, its groups being the replicas.
+# --enable-dp-attention) runs them all, its groups being the replicas, and so do 2 replicas of
+# TP 2 (--tp-size 2 --dp-size 2, 4 ranks).
 # Usage: dp_serve_test.sh DSSERVE REPO_ROOT [PARALLEL_FLAGS...]
 set -euo pipefail
 DSSERVE=$(realpath "$1")
@@ -28,7 +29,17 @@ common=(--model "$WORK/tiny" --matmul-dtype f32 --threads 1 --page-size 16)
 start_server ONE "${common[@]}"
 PIDS+=("$ONE_PID")
 
-mpirun --oversubscribe --bind-to none --mca btl self,vader -np 2 "$DSSERVE" serve --port 0 \
+# The world: --tp-size x --dp-size ranks, or --tp-size under DP attention.
+tp=1 dp=1 dpa=0
+for ((i = 0; i < ${#parallel[@]}; ++i)); do
+  case "${parallel[i]}" in
+    --tp-size) tp=${parallel[i + 1]} ;;
+    --dp-size) dp=${parallel[i + 1]} ;;
+    --enable-dp-attention) dpa=1 ;;
+  esac
+done
+np=$((dpa ? tp : tp * dp))
+mpirun --oversubscribe --bind-to none --mca btl self,vader -np "$np" "$DSSERVE" serve --port 0 \
   "${common[@]}" "${parallel[@]}" >"$WORK/dp.log" 2>&1 &
 LAUNCHER=$!
 PIDS+=("$LAUNCHER")

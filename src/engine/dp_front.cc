@@ -235,7 +235,10 @@ bool DpFront::poll_once() {
       return moved;
     }
   }
-  check_silence(now_seconds());
+  // Driven (DP attention): the ranks step in lockstep, so a silent leader stalls this rank's
+  // collective and the step watchdog, whose limit follows the step times, ends the job; a
+  // fixed silence limit would misfire on a step longer than it.
+  if (thread_.joinable()) check_silence(now_seconds());
   return moved;
 }
 

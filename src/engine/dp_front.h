@@ -11,7 +11,8 @@
 // every kDpStatsEveryS).
 // Faults: a replica leader that sends nothing (its reports are the heartbeat) for the limit
 // (--dist-timeout, else kDpSilentLimitS) is gone or hung: on_stall runs with a message naming its
-// world rank, then the process exits with status 3, as the step watchdog does.
+// world rank, then the process exits with status 3, as the step watchdog does. Driven by the
+// engine (DP attention) the step watchdog alone decides: the ranks step in lockstep.
 // Threading: every method on any thread; sinks run on the local engine's thread or the mailbox
 // thread and must not block.
 #pragma once

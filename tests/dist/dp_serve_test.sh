@@ -2,7 +2,8 @@
 # `mpirun -np 2 dsserve serve --dp-size 2` (two replicas behind the data-parallel front,
 # engine/dp_front.h) against one process, --matmul-dtype f32, tiny random V3 checkpoint:
 # - 16 greedy completions (token-id prompts of 1-70 tokens, 1-12 new tokens, concurrent) give the
-#   one process's tokens, and both replicas served some (dp_replica_requests_routed_total);
+#   one process's tokens (replicas alone: their logprobs within 1e-4), and both replicas served some
+#   (dp_replica_requests_routed_total);
 # - 4 prompts sharing a 3-page prefix all go to one replica (the prefix-aware router);
 # - 8 greedy chat completions under a JSON Schema give the one process's text, on both replicas;
 # - `dsserve bench` counts exactly the tokens asked, equal to the server's counters;
@@ -55,25 +56,34 @@ routed() {  # routed R: dp_replica_requests_routed_total of replica R
     awk -v r="$1" '$1 == "dsserve:dp_replica_requests_routed_total{replica=\"" r "\"}" { print $2 }'
 }
 
-$PY - "$ONE_PORT" "$DP_PORT" <<'PYEOF' || fail "greedy equality"
+# Replicas alone compute as one process does: their logprobs must agree within 1e-4 (measured 0).
+# Under TP or DP attention the sums over ranks add in another order, which this random model's
+# large logits amplify (TP 2: 7e-4): their closeness is checked on the golden models
+# (tp_logits), here only reported.
+exact=$((tp == 1 && dpa == 0))
+$PY - "$ONE_PORT" "$DP_PORT" "$exact" <<'PYEOF' || fail "greedy equality"
 import json, sys, urllib.request, concurrent.futures as cf
-one, dp = sys.argv[1:3]
+one, dp, exact = sys.argv[1], sys.argv[2], sys.argv[3] == "1"
 def complete(port, prompt, n):
     body = json.dumps({"model": "tiny", "prompt": prompt, "max_tokens": n, "temperature": 0,
                        "ignore_eos": True, "logprobs": 0}).encode()
     req = urllib.request.Request(f"http://127.0.0.1:{port}/v1/completions", body,
                                  {"content-type": "application/json"})
     d = json.load(urllib.request.urlopen(req, timeout=120))
-    return d["choices"][0]["logprobs"]["tokens"], d["usage"]["completion_tokens"]
+    lp = d["choices"][0]["logprobs"]
+    return lp["tokens"], d["usage"]["completion_tokens"], lp["token_logprobs"]
 cases = [([(7 * i + 3 * k) % 1000 + 5 for k in range(1 + (i * 9) % 70)], 1 + i % 12)
          for i in range(16)]
 with cf.ThreadPoolExecutor(16) as ex:
     a = list(ex.map(lambda c: complete(one, *c), cases))
     b = list(ex.map(lambda c: complete(dp, *c), cases))
+worst = 0.0
 for i, (x, y) in enumerate(zip(a, b)):
-    assert x == y, (i, x, y)
+    assert x[:2] == y[:2], (i, x, y)
     assert x[1] == cases[i][1], (i, x[1])
-print("ok   16 greedy completions equal to one process")
+    worst = max([worst] + [abs(p - q) for p, q in zip(x[2], y[2])])
+assert worst <= 1e-4 or not exact, worst
+print(f"ok   16 greedy completions equal to one process (max |dlogprob| {worst:.1e})")
 PYEOF
 if [ "$replicas" = 1 ]; then
 r0=$(routed 0) r1=$(routed 1)

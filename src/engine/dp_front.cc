@@ -26,6 +26,7 @@ DpFront::DpFront(Engine& local, MpiMailbox& mail, std::vector<int> leader_world_
       mail_(mail),
       leader_world_ranks_(std::move(leader_world_ranks)),
       silent_limit_s_(silent_limit_s > 0 ? silent_limit_s : kDpSilentLimitS),
+      own_thread_(own_thread),
       n_replicas_(mail.size()),
       router_(router) {
   DSS_CHECK(mail.rank() == 0 && router.n_replicas == n_replicas_ &&
@@ -145,7 +146,7 @@ bool DpFront::stop(double timeout_s) {
   request_stop();
   const double deadline = now_seconds() + timeout_s;
   while (!done_.load() && now_seconds() < deadline) {
-    if (!thread_.joinable()) poll_once();  // driven: the caller's thread now (the engine's ended)
+    if (!own_thread_) poll_once();  // driven: the caller's thread now (the engine's ended)
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
   if (!done_.load()) {
@@ -238,7 +239,7 @@ bool DpFront::poll_once() {
   // Driven (DP attention): the ranks step in lockstep, so a silent leader stalls this rank's
   // collective and the step watchdog, whose limit follows the step times, ends the job; a
   // fixed silence limit would misfire on a step longer than it.
-  if (thread_.joinable()) check_silence(now_seconds());
+  if (own_thread_) check_silence(now_seconds());
   return moved;
 }
 

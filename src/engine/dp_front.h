@@ -88,6 +88,7 @@ class DpFront final : public EngineApi {
   MpiMailbox& mail_;
   std::vector<int> leader_world_ranks_;
   double silent_limit_s_;
+  bool own_thread_;
   int32_t n_replicas_;
 
   mutable std::mutex mu_;

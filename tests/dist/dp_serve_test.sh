@@ -61,7 +61,7 @@ routed() {  # routed R: dp_replica_requests_routed_total of replica R
 # large logits amplify (TP 2: 7e-4): their closeness is checked on the golden models
 # (tp_logits), here only reported.
 exact=$((tp == 1 && dpa == 0))
-$PY - "$ONE_PORT" "$DP_PORT" "$exact" <<'PYEOF' || fail "greedy equality"
+$PY - "$ONE_PORT" "$DP_PORT" "$exact" <<'PYEOF' || { tail -30 "$WORK/dp.log" >&2; fail "greedy equality"; }
 import json, sys, urllib.request, concurrent.futures as cf
 one, dp, exact = sys.argv[1], sys.argv[2], sys.argv[3] == "1"
 def complete(port, prompt, n):

@@ -36,6 +36,7 @@ DpFront::DpFront(Engine& local, MpiMailbox& mail, std::vector<int> leader_world_
   routed_.assign(static_cast<size_t>(n_replicas_), 0);
   remote_stats_.resize(static_cast<size_t>(n_replicas_));
   last_heard_.assign(static_cast<size_t>(n_replicas_), now_seconds());
+  heard_.assign(static_cast<size_t>(n_replicas_), false);
   if (own_thread) thread_ = std::thread([this] { run(); });
 }
 
@@ -184,9 +185,10 @@ void DpFront::check_silence(double now) {
     if (stopping_) return;  // a stopping leader aborts its requests, then says bye
     for (int32_t r = 1; r < n_replicas_ && why.empty(); ++r) {
       const double silent = now - last_heard_[static_cast<size_t>(r)];
-      if (silent > silent_limit_s_) {
+      const double limit = heard_[static_cast<size_t>(r)] ? silent_limit_s_ : kDpStartLimitS;
+      if (silent > limit) {
         why = str_cat("rank ", leader_world_ranks_[static_cast<size_t>(r)], " (leader of replica ",
-                      r, ") sent nothing for ", silent, " s (limit ", silent_limit_s_,
+                      r, ") sent nothing for ", silent, " s (limit ", limit,
                       " s): it is gone or hung; exiting");
       }
     }
@@ -224,6 +226,7 @@ bool DpFront::poll_once() {
     {
       std::lock_guard<std::mutex> lk(mu_);
       last_heard_[static_cast<size_t>(r)] = now_seconds();
+      heard_[static_cast<size_t>(r)] = true;
       if (m->tag == kDpStats) remote_stats_[static_cast<size_t>(r)] = decode_stats(m->bytes);
       if (m->tag == kDpBye) n_byes_++;
     }

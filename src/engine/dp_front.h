@@ -33,6 +33,9 @@
 namespace dss {
 
 inline constexpr double kDpSilentLimitS = 5.0;
+// Before a leader's first message (it may still be loading its tokenizer): the step watchdog's
+// first-step allowance.
+inline constexpr double kDpStartLimitS = 60.0;
 
 class DpFront final : public EngineApi {
  public:
@@ -99,6 +102,7 @@ class DpFront final : public EngineApi {
   std::deque<Outgoing> outbox_;
   std::vector<EngineStats> remote_stats_;  // [n_replicas]; [0] unused
   std::vector<double> last_heard_;         // [n_replicas]; now_seconds()
+  std::vector<bool> heard_;                // [n_replicas]: a message came
   std::function<void(const std::string&)> on_stall_;
   bool stopping_ = false;
   int32_t n_byes_ = 0;

@@ -500,10 +500,8 @@ void Engine::Impl::dp_forward(const ForwardBatch* b) {
     model->idle_forward(*ws);
   }
   count_forward(t0);
-  if (own.forwards % kRankStatsEvery == 0) {
-    std::lock_guard<std::mutex> lk(mu);
-    stats.ranks = {own};  // the front lists every rank's (engine/dp_front.h)
-  }
+  std::lock_guard<std::mutex> lk(mu);  // no collective needed: every forward
+  stats.ranks = {own};                 // the front lists every rank's (engine/dp_front.h)
 }
 
 void Engine::Impl::count_forward(int64_t t0_ns) {

@@ -101,7 +101,8 @@ int serve_front(ServeArgs& a, ParallelRun& par, MpiMailbox& mail, Engine& engine
   DpFront front(engine, mail, std::move(leader_ranks), ro, a.parallel.dist_timeout_s,
                 /*own_thread=*/!engine.lockstep());
   if (engine.lockstep()) engine.set_round_hook([&front] { front.poll_once(); });
-  auto server = Server::create(a.server, std::move(routes), front, tok);
+  Result<std::unique_ptr<Server>> server = Status::error("a replica leader did not start");
+  if (front.wait_ready()) server = Server::create(a.server, std::move(routes), front, tok);
   if (server) {
     announce(a, **server);
     (*server)->run();

@@ -178,6 +178,27 @@ void DpFront::on_events(int32_t replica, std::vector<TokenEvent> events) {
   }
 }
 
+bool DpFront::wait_ready() {
+  const double deadline = now_seconds() + kDpStartLimitS;
+  for (;;) {
+    {
+      std::lock_guard<std::mutex> lk(mu_);
+      int32_t missing = 0;
+      for (int32_t r = 1; r < n_replicas_; ++r) missing += heard_[static_cast<size_t>(r)] ? 0 : 1;
+      if (missing == 0) return true;
+      if (now_seconds() > deadline) {
+        for (int32_t r = 1; r < n_replicas_; ++r) {
+          if (!heard_[static_cast<size_t>(r)])
+            log_error("data-parallel front: rank ", leader_world_ranks_[static_cast<size_t>(r)],
+                      " (leader of replica ", r, ") not ready after ", kDpStartLimitS, " s");
+        }
+        return false;
+      }
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+}
+
 void DpFront::check_silence(double now) {
   std::string why;
   {

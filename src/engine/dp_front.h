@@ -33,8 +33,8 @@
 namespace dss {
 
 inline constexpr double kDpSilentLimitS = 5.0;
-// Before a leader's first message (it may still be loading its tokenizer): the step watchdog's
-// first-step allowance.
+// A leader's first message (it may still be loading its tokenizer), waited for by wait_ready():
+// the step watchdog's first-step allowance.
 inline constexpr double kDpStartLimitS = 60.0;
 
 class DpFront final : public EngineApi {
@@ -65,6 +65,10 @@ class DpFront final : public EngineApi {
   // did not answer. Idempotent. The local engine is the caller's to shut down: under DP attention
   // between the two (the engines stop together, in lockstep).
   bool stop(double timeout_s = 10.0);
+  // Waits until every replica leader has sent its first message (its engine and vocabulary are
+  // ready), up to kDpStartLimitS; false (and an error logged naming the rank) if one has not.
+  // The server starts, and /health answers, only after.
+  bool wait_ready();
   // One round of the mailbox: sends what is queued, hands out what arrived, checks the silence
   // limit. True if anything moved. One thread at a time (the own thread, or the driver).
   bool poll_once();

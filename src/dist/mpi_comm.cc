@@ -26,10 +26,6 @@ MPI_Datatype mpi_type(CommDType t) {
   return MPI_DATATYPE_NULL;
 }
 
-void check_mpi(int rc, const char* what) {
-  DSS_CHECK(rc == MPI_SUCCESS, what, " failed: ", mpi_error_string(rc));
-}
-
 // MPI counts are int.
 int mpi_count(int64_t n, const char* what) {
   DSS_CHECK(n >= 0 && n <= INT_MAX, what, ": ", n, " elements exceed MPI's int count");
@@ -41,6 +37,10 @@ int mpi_count(size_t n, const char* what) {
 }
 
 }  // namespace
+
+void check_mpi(int rc, const char* what) {
+  DSS_CHECK(rc == MPI_SUCCESS, what, " failed: ", mpi_error_string(rc));
+}
 
 const char* mpi_thread_level_name(MpiThreadLevel level) {
   switch (level) {

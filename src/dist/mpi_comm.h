@@ -34,6 +34,9 @@ const char* mpi_thread_level_name(MpiThreadLevel level);
 
 // MPI's text for an MPI error code ("MPI_ERR_TRUNCATE: message truncated", ...).
 std::string mpi_error_string(int code);
+// After start-up an MPI error is an invariant violation: aborts unless rc is MPI_SUCCESS, naming
+// `what` (the MPI function) and MPI's text.
+void check_mpi(int rc, const char* what);
 
 class MpiComm;
 

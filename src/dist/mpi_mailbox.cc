@@ -5,13 +5,6 @@
 #include "base/check.h"
 
 namespace dss {
-namespace {
-
-void check_mpi(int rc, const char* what) {
-  DSS_CHECK(rc == MPI_SUCCESS, what, " failed: ", mpi_error_string(rc));
-}
-
-}  // namespace
 
 MpiMailbox::MpiMailbox(const MpiComm& comm) {
   check_mpi(MPI_Comm_dup(comm.handle(), &comm_), "MPI_Comm_dup");

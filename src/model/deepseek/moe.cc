@@ -23,6 +23,10 @@ void moe_forward(const B& be, const ModelConfig& c, const MoeWeights& m, int32_t
   a.sel_experts = ws.sel_experts.data();
   a.routed_expert_reads = &ws.routed_expert_reads;
   be.moe(a, *ws.backend);
+  record_routing(c, i_layer, n_tok, ws);
+}
+
+void record_routing(const ModelConfig& c, int32_t i_layer, int32_t n_tok, Workspace& ws) {
   if (ws.trace == nullptr) return;
   const int32_t K = c.n_experts_per_tok;
   for (int32_t t = 0; t < n_tok; ++t) {

@@ -18,4 +18,8 @@ template <ModelBackend B>
 void moe_forward(const B& be, const ModelConfig& c, const MoeWeights& m, int32_t i_layer,
                  int32_t n_tok, Workspace& ws);
 
+// When ws.trace is set: the n_tok tokens' chosen experts (ws.sel_experts), sorted, as layer
+// i_layer's routing.
+void record_routing(const ModelConfig& c, int32_t i_layer, int32_t n_tok, Workspace& ws);
+
 }  // namespace dss

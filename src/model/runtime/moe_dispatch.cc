@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <bit>
 #include <span>
-#include <vector>
 
 #include "backend/cpu/cpu_backend.h"
 #include "base/check.h"
@@ -11,18 +10,25 @@
 #include "base/phase_timer.h"
 #include "dist/local_comm.h"
 #include "dist/mpi_comm.h"
+#include "model/deepseek/moe.h"
 
 namespace dss {
 
 namespace {
 
-MoeArgs base_args(const ModelConfig& c, const MoeWeights& m, Workspace& ws) {
+// The layer's weights and n_tok rows of x into out, with their experts in sel_experts.
+MoeArgs base_args(const ModelConfig& c, const MoeWeights& m, Workspace& ws, int32_t n_tok,
+                  const float* x, float* out, int32_t* sel_experts) {
   MoeArgs a;
   a.cfg = &c;
   a.router = &m.router;
   a.router_bias = m.router_bias.data();
   a.experts = m.experts.data();
   a.routed_expert_reads = &ws.routed_expert_reads;
+  a.n_tok = n_tok;
+  a.x = x;
+  a.out = out;
+  a.sel_experts = sel_experts;
   return a;
 }
 
@@ -85,13 +91,9 @@ void run_received(const B& be, const ModelConfig& c, const MoeWeights& m, int64_
         ws.ep_ids[static_cast<size_t>(j) * K + k] = std::bit_cast<int32_t>(row[d + k]);
       std::copy_n(row + d + K, K, ws.ep_weights.data() + static_cast<size_t>(j) * K);
     }
-    MoeArgs a = base_args(c, m, ws);
+    MoeArgs a = base_args(c, m, ws, rows, ws.ep_x.data(), ws.ep_y.data(), ws.ep_ids.data());
     a.expert_begin = m.expert_begin;
     a.expert_end = m.expert_end;
-    a.n_tok = rows;
-    a.x = ws.ep_x.data();
-    a.out = ws.ep_y.data();
-    a.sel_experts = ws.ep_ids.data();
     a.sel_weights_in = ws.ep_weights.data();
     be.moe(a, *ws.backend);
     std::copy_n(ws.ep_y.data(), rows * d, ws.ep_out.data() + r0 * d);
@@ -108,23 +110,12 @@ void moe_dispatch_forward(const B& be, C& comm, const ModelConfig& c, const MoeW
   DSS_CHECK(ws.limits.ep_ranks == S && c.n_experts % S == 0, "MoE exchange over ", S,
             " ranks with a workspace for ", ws.limits.ep_ranks);
   if (n_tok > 0) {  // 1. route; the shared expert alone (no routed expert in [0, 0))
-    MoeArgs a = base_args(c, m, ws);
+    MoeArgs a = base_args(c, m, ws, n_tok, ws.xn.data(), ws.tmp.data(), ws.sel_experts.data());
     a.expert_begin = a.expert_end = 0;
     a.shared = m.has_shared ? &m.shared : nullptr;
-    a.n_tok = n_tok;
-    a.x = ws.xn.data();
-    a.out = ws.tmp.data();
-    a.sel_experts = ws.sel_experts.data();
     a.sel_weights_out = ws.ep_weights.data();
     be.moe(a, *ws.backend);
-    if (ws.trace != nullptr) {
-      for (int32_t t = 0; t < n_tok; ++t) {
-        std::vector<int32_t> e(ws.sel_experts.begin() + t * K,
-                               ws.sel_experts.begin() + (t + 1) * K);
-        std::sort(e.begin(), e.end());
-        ws.trace->experts[static_cast<size_t>(i_layer)].push_back(std::move(e));
-      }
-    }
+    record_routing(c, i_layer, n_tok, ws);
   }
   const int64_t n_sent = pack_rows(c, S, me, n_tok, ws);  // 2.
   const int64_t t0 = steady_ns();

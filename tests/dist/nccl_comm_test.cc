@@ -65,6 +65,20 @@ class HostStagedNccl {
     }
     finish(r, recv);
   }
+  template <CommElement T>
+  void gather(std::span<const T> send, std::span<T> recv, int root) {
+    Staged<T> r{std::span<const T>(recv)};
+    const auto n = send.size();
+    if (rank() == root && send.data() == recv.data() + static_cast<size_t>(root) * n) {
+      c_.gather(std::span<const T>(r.span().subspan(static_cast<size_t>(root) * n, n)), r.span(),
+                root);
+    } else {
+      Staged<T> s{send};
+      c_.gather(std::span<const T>(s.span()), r.span(), root);
+      cuda_ok(cudaStreamSynchronize(c_.stream()));
+    }
+    finish(r, recv);
+  }
   template <CommArithmetic T>
   void reduce_scatter_sum(std::span<const T> send, std::span<T> recv) {
     Staged<T> s{send}, r{std::span<const T>(recv)};

@@ -26,11 +26,15 @@ ALLOWED = {
     # The seam (header-only) and its CPU implementation: only backend/cpu reaches the kernels.
     "backend": {"base", "core", "io", "kv", "tensor"},
     "backend/cpu": {"backend", "base", "core", "io", "kv", "tensor", "kernels/cpu"},
-    # The blocks call the seam; they instantiate themselves for backend/cpu's class (its header
-    # includes no kernel). deepseek/ never includes runtime/.
-    "model/deepseek": {"backend", "backend/cpu", "base", "core", "io", "kv", "tensor"},
-    "model/runtime": {"model/deepseek", "backend", "backend/cpu", "dist", "base", "core", "io",
-                      "kv", "tensor"},
+    # The CUDA backend over kernels/cuda; it shares the CPU backend's host routing (route_token).
+    "backend/cuda": {"backend", "backend/cpu", "base", "core", "io", "kv", "tensor",
+                     "kernels/cuda"},
+    # The blocks call the seam; they instantiate themselves for the backends' classes (their
+    # headers include no kernel). deepseek/ never includes runtime/.
+    "model/deepseek": {"backend", "backend/cpu", "backend/cuda", "base", "core", "io", "kv",
+                       "tensor"},
+    "model/runtime": {"model/deepseek", "backend", "backend/cpu", "backend/cuda", "dist", "base",
+                      "core", "io", "kv", "tensor"},
     "sample": {"base", "core"},
     "sched": {"base", "core", "kv"},
     "engine": {"model/runtime", "model/deepseek", "backend", "backend/cpu", "dist", "sched",

@@ -60,6 +60,9 @@ struct WorkspaceLimits {
   // The MTP module runs on this workspace (Model::mtp_forward; its eh_proj reads 2 d_model
   // inputs per token), and Model::forward keeps every token's final-normed hidden state.
   bool mtp = false;
+  // A device backend (ModelBackend kDeviceMemory): the workspace holds the logits too
+  // (Workspace::logits_dev), downloaded at the end of the forward.
+  bool device_logits = false;
   // DP attention: ranks of the MoE layers' token exchange (model/runtime/moe_dispatch.h); 0:
   // none. The exchange buffers hold up to ep_ranks x max_tokens rows.
   int32_t ep_ranks = 0;
@@ -184,8 +187,8 @@ struct MoeArgs {
   int64_t* routed_expert_reads = nullptr;  // += experts with at least one token
 };
 
-// The operations a model block may call. CpuBackend (backend/cpu/cpu_backend.h) is the one
-// implementation today; docs/architecture.md describes what a device backend does with each.
+// The operations a model block may call: CpuBackend (backend/cpu/cpu_backend.h) and, in CUDA
+// builds, CudaBackend (backend/cuda/cuda_backend.h); docs/architecture.md "Backend seam".
 template <typename B>
 concept ModelBackend = requires(const B& be, BackendScratch& s, const ModelConfig& cfg,
                                 const WorkspaceLimits& lim, const Matrix& w, const Vector& v,
@@ -197,6 +200,12 @@ concept ModelBackend = requires(const B& be, BackendScratch& s, const ModelConfi
   { be.allocate(size_t{0}, MemoryUse::kWeights) } -> std::same_as<Buffer>;
   { be.make_scratch(cfg, lim) } -> std::same_as<std::unique_ptr<BackendScratch>>;
   { be.n_threads() } -> std::same_as<int32_t>;
+  // Whether allocate's memory is a device's (the host cannot read it: Model::forward then
+  // writes the logits into the workspace and downloads them).
+  { B::kDeviceMemory } -> std::convertible_to<bool>;
+  // The step's batch, before its first operation (a device backend uploads its arrays, and the
+  // batch's host pointers the blocks pass on resolve to that copy until the next call).
+  be.begin_forward(ForwardBatch{}, s);
   // Linear layers (any weight dtype and layout): y[n, w.n_rows] = x[n, w.n_cols] W^T.
   be.linear(w, x, n, y, s);
   // Two products over the same x (fused where the backend can).

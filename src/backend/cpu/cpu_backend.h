@@ -31,6 +31,8 @@ struct MatmulProbe {
 
 class CpuBackend {
  public:
+  static constexpr bool kDeviceMemory = false;
+
   struct Options {
     int32_t n_threads = 1;         // >= 1, the calling thread included
     bool act_quant_fp8 = false;    // W8A8: FP8 weights' inputs quantised per token per 128 values
@@ -64,6 +66,9 @@ class CpuBackend {
   // Scratch for forwards within `lim` of a model with config `cfg`.
   std::unique_ptr<BackendScratch> make_scratch(const ModelConfig& cfg,
                                                const WorkspaceLimits& lim) const;
+
+  // Host memory: the batch is read where it is.
+  void begin_forward(const ForwardBatch& /*b*/, BackendScratch& /*s*/) const {}
 
   // y[n_tok, w.n_rows] = x[n_tok, w.n_cols] W^T, split over the pool by output rows (W8A8:
   // x quantised first into the scratch).

@@ -34,10 +34,16 @@ int run_bench_model_cmd(const perf::BenchModelOptions& a) {
     return 2;
   }
   if (par->rank() != 0 && std::freopen("/dev/null", "w", stdout) == nullptr) return 1;
+  if (a.device == Device::kCuda && a.context_fill == "synthetic") {
+    std::fprintf(stderr,
+                 "dsserve bench-model: --context-fill synthetic writes the cache from the host; "
+                 "with --device cuda use --context-fill prefill\n");
+    return 2;
+  }
   auto loaded =
       Model::load(LoadOptions{a.model, a.n_threads, a.weight_dtype, ActQuant::kNone,
                               a.weight_layout, a.lm_head_dtype, a.matmul_dtype, pa.ep_size > 1,
-                              a.speculative, a.weight_cache_dir, par->dp_attention},
+                              a.speculative, a.weight_cache_dir, par->dp_attention, a.device},
                   par->model_group());
   if (!loaded) {
     std::fprintf(stderr, "dsserve bench-model: %s\n", loaded.message().c_str());
@@ -90,6 +96,7 @@ void register_bench_model_command(CLI::App& app) {
       ->check(CLI::IsMember({"auto", "bf16", "f32", "fp8"}))
       ->capture_default_str();
   add_weight_flags(cmd, a->weight_dtype, a->weight_layout, a->lm_head_dtype, a->matmul_dtype);
+  add_device_flag(cmd, a->device);
   cmd->add_option("--bandwidth-mib", a->bandwidth_mib, "Buffer of the read-bandwidth measurement")
       ->capture_default_str();
   cmd->add_option("--seed", a->seed, "Seed of the random token ids")->capture_default_str();

@@ -50,6 +50,7 @@ struct LogitsArgs {
   WeightDType lm_head_dtype = WeightDType::kAsStored;
   MatmulDType matmul_dtype = MatmulDType::kAuto;
   ActQuant act_quant = ActQuant::kNone;
+  Device device = Device::kCpu;
   int32_t n_threads = 0;
   ParallelArgs parallel;
   SpeculativeOptions speculative;
@@ -67,11 +68,12 @@ int run_logits(const LogitsArgs& a) {
     return 2;
   }
   const double t0 = now_seconds();
-  auto model = Model::load(
-      LoadOptions{a.model, a.n_threads, a.weight_dtype, a.act_quant, a.weight_layout,
-                  a.lm_head_dtype, a.matmul_dtype, a.parallel.ep_size > 1,
-                  a.speculative.algorithm == SpecAlgorithm::kNextn, "", par->dp_attention},
-      par->model_group());
+  auto model =
+      Model::load(LoadOptions{a.model, a.n_threads, a.weight_dtype, a.act_quant, a.weight_layout,
+                              a.lm_head_dtype, a.matmul_dtype, a.parallel.ep_size > 1,
+                              a.speculative.algorithm == SpecAlgorithm::kNextn, "",
+                              par->dp_attention, a.device},
+                  par->model_group());
   if (!model) {
     std::fprintf(stderr, "dsserve logits: %s\n", model.message().c_str());
     return 1;
@@ -128,6 +130,7 @@ void add_logits(CLI::App& app) {
   cmd->add_option("--chunk", a->chunk, "Prefill chunk size in tokens")->check(CLI::PositiveNumber);
   add_weight_flags(cmd, a->weight_dtype, a->weight_layout, a->lm_head_dtype, a->matmul_dtype);
   add_act_quant_flag(cmd, a->act_quant);
+  add_device_flag(cmd, a->device);
   add_parallel_flags(cmd, a->parallel);
   cmd->add_option("--threads", a->n_threads, "Compute threads (0: all hardware threads)")
       ->check(CLI::NonNegativeNumber);

@@ -20,7 +20,8 @@ void add_engine_flags(CLI::App* cmd, EngineOptions& o, bool model_required) {
   cmd->add_option("--kv-cache-memory", o.kv_cache_memory_bytes,
                   "KV-cache pool size in bytes (default: --kv-cache-fraction of available memory)");
   cmd->add_option("--kv-cache-fraction", o.kv_cache_fraction,
-                  "Fraction of available memory for the KV cache")
+                  "Fraction of available memory for the KV cache (MemAvailable; with --device "
+                  "cuda the device's free memory after the weights)")
       ->check(CLI::Range(0.001, 0.95))
       ->capture_default_str();
   cmd->add_option("--max-total-tokens", o.max_total_tokens,
@@ -59,6 +60,7 @@ void add_engine_flags(CLI::App* cmd, EngineOptions& o, bool model_required) {
       ->capture_default_str();
   add_weight_flags(cmd, o.weight_dtype, o.weight_layout, o.lm_head_dtype, o.matmul_dtype);
   add_act_quant_flag(cmd, o.act_quant);
+  add_device_flag(cmd, o.device);
   cmd->add_option("--threads", o.n_threads,
                   "Compute threads of the forward pass (0: all hardware threads)")
       ->check(CLI::NonNegativeNumber)
@@ -158,6 +160,15 @@ void add_act_quant_flag(CLI::App* cmd, ActQuant& act_quant) {
          "none | fp8: W8A8, activations into FP8 matmuls quantised per token per 128")
       ->check(CLI::IsMember({"none", "fp8"}))
       ->default_str(to_string(act_quant));
+}
+
+void add_device_flag(CLI::App* cmd, Device& device) {
+  cmd->add_option_function<std::string>(
+         "--device", [&device](const std::string& s) { device = parse_device(s).value(); },
+         "cpu | cuda: run the model on CUDA device 0 (a CUDA build: make cuda; one process, "
+         "docs/reference.md lists what the CUDA backend does not run yet)")
+      ->check(CLI::IsMember({"cpu", "cuda"}))
+      ->default_str(to_string(device));
 }
 
 }  // namespace dss::app

@@ -20,5 +20,7 @@ void add_weight_flags(CLI::App* cmd, WeightDType& weight_dtype, WeightStorage& w
 void add_speculative_flags(CLI::App* cmd, SpeculativeOptions& o);
 // --act-quant none | fp8.
 void add_act_quant_flag(CLI::App* cmd, ActQuant& act_quant);
+// --device cpu | cuda.
+void add_device_flag(CLI::App* cmd, Device& device);
 
 }  // namespace dss::app

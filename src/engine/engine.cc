@@ -63,19 +63,19 @@ int64_t mem_available_bytes() {
 }
 
 // Pages of the KV pool: --max-total-tokens, else the --kv-cache-memory / --kv-cache-fraction
-// budget (capped by what every running request at full length can use); an error when a request
-// of the whole context could not fit.
+// (of available_bytes) budget (capped by what every running request at full length can use); an
+// error when a request of the whole context could not fit.
 Result<int64_t> kv_pool_pages(const EngineOptions& o, const KvLayout& layout,
-                              int32_t context_length) {
+                              int32_t context_length, int64_t available_bytes) {
   const auto bytes_per_page = static_cast<int64_t>(layout.bytes_per_page());
   int64_t n_pages = 0;
   if (o.max_total_tokens > 0) {
     n_pages = (o.max_total_tokens + o.page_size - 1) / o.page_size;
   } else {
-    const int64_t budget = o.kv_cache_memory_bytes > 0
-                               ? o.kv_cache_memory_bytes
-                               : static_cast<int64_t>(o.kv_cache_fraction *
-                                                      static_cast<double>(mem_available_bytes()));
+    const int64_t budget =
+        o.kv_cache_memory_bytes > 0
+            ? o.kv_cache_memory_bytes
+            : static_cast<int64_t>(o.kv_cache_fraction * static_cast<double>(available_bytes));
     n_pages = budget / bytes_per_page;
     if (o.kv_cache_memory_bytes ==
         0) {  // no point holding more than every running request at full length
@@ -232,7 +232,7 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& o, MpiComm* 
                                            o.weight_layout, o.lm_head_dtype, o.matmul_dtype,
                                            o.expert_parallel || impl->dp_group != nullptr,
                                            o.speculative.algorithm == SpecAlgorithm::kNextn,
-                                           o.weight_cache_dir, impl->dp_group != nullptr},
+                                           o.weight_cache_dir, impl->dp_group != nullptr, o.device},
                                impl->dp_group != nullptr ? impl->dp_group : impl->tp_group));
   const ModelConfig& c = impl->model->config();
   impl->eos = c.eos_token_id;
@@ -249,7 +249,12 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& o, MpiComm* 
                          "'");
   }
   const KvLayout layout = impl->model->kv_layout(o.page_size, kv_dtype);
-  DSS_ASSIGN_OR_RETURN(int64_t n_pages, kv_pool_pages(o, layout, impl->context_length));
+  // --kv-cache-fraction of the memory the pool lives in: MemAvailable, or the device's free
+  // memory after the weights.
+  const int64_t device_free = impl->model->device_free_bytes();
+  DSS_ASSIGN_OR_RETURN(int64_t n_pages,
+                       kv_pool_pages(o, layout, impl->context_length,
+                                     device_free > 0 ? device_free : mem_available_bytes()));
   if (impl->tp_group != nullptr) {  // rank 0's pool size (its memory), so slots mean the same
     impl->tp_group->broadcast(std::span<int64_t>(&n_pages, 1), 0);
   }

@@ -46,6 +46,7 @@ struct EngineOptions {
   WeightDType lm_head_dtype = WeightDType::kAsStored;
   MatmulDType matmul_dtype = MatmulDType::kF32;
   ActQuant act_quant = ActQuant::kNone;
+  Device device = Device::kCpu;  // --device
   // --ep-size equal to --tp-size: the routed experts partitioned over the tensor-parallel group.
   bool expert_parallel = false;
   // --weight-cache DIR: the placed weights kept in a file there and mapped on later starts

@@ -27,6 +27,7 @@ struct BenchModelOptions {
   // --weight-dtype, ... --matmul-dtype (model/runtime/load_options.h)
   WeightDType weight_dtype = WeightDType::kAsStored;
   WeightStorage weight_layout = WeightStorage::kTiled;
+  Device device = Device::kCpu;  // --device
   WeightDType lm_head_dtype = WeightDType::kAsStored;
   MatmulDType matmul_dtype = MatmulDType::kAuto;
   int64_t bandwidth_mib = 1024;  // --bandwidth-mib: buffer of each read-bandwidth sample

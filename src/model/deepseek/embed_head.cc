@@ -3,6 +3,9 @@
 #include "backend/cpu/cpu_backend.h"
 #include "base/check.h"
 #include "base/phase_timer.h"
+#if DSS_CUDA
+#include "backend/cuda/cuda_backend.h"
+#endif
 
 namespace dss {
 
@@ -30,10 +33,15 @@ void head_forward(const B& be, const ModelConfig& c, const ModelWeights& w, cons
   be.linear(w.lm_head, ws.logit_in.data(), n_out, logits, *ws.backend);
 }
 
-// The CUDA build adds its backend's instantiations here.
 template void embed_forward<CpuBackend>(const CpuBackend&, const ModelConfig&, const ModelWeights&,
                                         const ForwardBatch&, Workspace&);
 template void head_forward<CpuBackend>(const CpuBackend&, const ModelConfig&, const ModelWeights&,
                                        const ForwardBatch&, Workspace&, float*);
+#if DSS_CUDA
+template void embed_forward<CudaBackend>(const CudaBackend&, const ModelConfig&,
+                                         const ModelWeights&, const ForwardBatch&, Workspace&);
+template void head_forward<CudaBackend>(const CudaBackend&, const ModelConfig&, const ModelWeights&,
+                                        const ForwardBatch&, Workspace&, float*);
+#endif
 
 }  // namespace dss

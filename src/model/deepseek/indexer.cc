@@ -2,6 +2,9 @@
 
 #include "backend/cpu/cpu_backend.h"
 #include "base/check.h"
+#if DSS_CUDA
+#include "backend/cuda/cuda_backend.h"
+#endif
 
 namespace dss {
 
@@ -68,11 +71,17 @@ void indexer_select(const B& be, const ModelConfig& c, int32_t i_layer, const Fo
   }
 }
 
-// The CUDA build adds its backend's instantiations here.
 template void indexer_keys<CpuBackend>(const CpuBackend&, const ModelConfig&, const RopeTable&,
                                        const IndexerWeights&, const ForwardBatch&, int32_t,
                                        Workspace&);
 template void indexer_select<CpuBackend>(const CpuBackend&, const ModelConfig&, int32_t,
                                          const ForwardBatch&, int32_t, const KvCache&, Workspace&);
+#if DSS_CUDA
+template void indexer_keys<CudaBackend>(const CudaBackend&, const ModelConfig&, const RopeTable&,
+                                        const IndexerWeights&, const ForwardBatch&, int32_t,
+                                        Workspace&);
+template void indexer_select<CudaBackend>(const CudaBackend&, const ModelConfig&, int32_t,
+                                          const ForwardBatch&, int32_t, const KvCache&, Workspace&);
+#endif
 
 }  // namespace dss

@@ -6,6 +6,9 @@
 #include "base/check.h"
 #include "base/phase_timer.h"
 #include "model/deepseek/indexer.h"
+#if DSS_CUDA
+#include "backend/cuda/cuda_backend.h"
+#endif
 
 namespace dss {
 
@@ -92,9 +95,13 @@ void mla_forward(const B& be, const ModelConfig& c, const RopeTable& rope, const
   be.linear(w.o, ws.attn.data(), T, ws.tmp.data(), s);
 }
 
-// The CUDA build adds its backend's instantiation here.
 template void mla_forward<CpuBackend>(const CpuBackend&, const ModelConfig&, const RopeTable&,
                                       const MlaWeights&, int32_t, const ForwardBatch&, KvCache&,
                                       Workspace&, AttnPath);
+#if DSS_CUDA
+template void mla_forward<CudaBackend>(const CudaBackend&, const ModelConfig&, const RopeTable&,
+                                       const MlaWeights&, int32_t, const ForwardBatch&, KvCache&,
+                                       Workspace&, AttnPath);
+#endif
 
 }  // namespace dss

@@ -3,6 +3,9 @@
 #include <algorithm>
 
 #include "backend/cpu/cpu_backend.h"
+#if DSS_CUDA
+#include "backend/cuda/cuda_backend.h"
+#endif
 
 namespace dss {
 
@@ -36,8 +39,11 @@ void record_routing(const ModelConfig& c, int32_t i_layer, int32_t n_tok, Worksp
   }
 }
 
-// The CUDA build adds its backend's instantiation here.
 template void moe_forward<CpuBackend>(const CpuBackend&, const ModelConfig&, const MoeWeights&,
                                       int32_t, int32_t, Workspace&);
+#if DSS_CUDA
+template void moe_forward<CudaBackend>(const CudaBackend&, const ModelConfig&, const MoeWeights&,
+                                       int32_t, int32_t, Workspace&);
+#endif
 
 }  // namespace dss

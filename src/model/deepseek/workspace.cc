@@ -41,6 +41,9 @@ size_t lay_out(const ModelConfig& c, const WorkspaceLimits& lim, Bind&& bind) {
       tp > 0 ? static_cast<size_t>(lim.max_logit_rows) * static_cast<size_t>(c.n_vocab) / tp : 0;
   take(&Workspace::logit_shard, shard_logits);
   take(&Workspace::logit_gather, shard_logits * tp);
+  take(&Workspace::logits_dev,
+       lim.device_logits ? static_cast<size_t>(lim.max_logit_rows) * static_cast<size_t>(c.n_vocab)
+                         : 0);
   take(&Workspace::idx_q, v32 * T * static_cast<size_t>(c.index_n_heads * c.index_head_dim));
   take(&Workspace::idx_k, v32 * T * static_cast<size_t>(c.index_head_dim));
   take(&Workspace::idx_w, v32 * T * static_cast<size_t>(c.index_n_heads));

@@ -46,6 +46,9 @@ struct Workspace {
   // [max_logit_rows, n_vocab / tp_size], and every rank's, gathered [tp_size, max_logit_rows,
   // n_vocab / tp_size].
   std::span<float> logit_shard, logit_gather;
+  // A device backend (limits.device_logits; else empty): the logits [max_logit_rows, n_vocab]
+  // before Model::forward downloads them to its caller's host buffer.
+  std::span<float> logits_dev;
   // V3.2 indexer (empty spans otherwise).
   std::span<float> idx_q;    // [max_tokens, index_n_heads * index_head_dim]
   std::span<float> idx_k;    // [max_tokens, index_head_dim]

@@ -62,6 +62,14 @@ const char* to_string(MatmulDType v) {
   return "?";
 }
 
+Result<Device> parse_device(std::string_view s) {
+  if (s == "cpu") return Device::kCpu;
+  if (s == "cuda") return Device::kCuda;
+  return Status::error("--device: '", s, "' is not cpu | cuda");
+}
+
+const char* to_string(Device v) { return v == Device::kCuda ? "cuda" : "cpu"; }
+
 DType converted_dtype(WeightDType v) {
   switch (v) {
     case WeightDType::kBf16:

@@ -29,6 +29,9 @@ enum class WeightStorage { kTiled, kMmap };
 // The router, the V3.2 indexer, the absorbed-attention W_UK and INT8 weights always stay f32.
 enum class MatmulDType { kF32, kBf16, kAuto };
 
+// --device: cpu (CpuBackend) | cuda (CudaBackend on CUDA device 0; CUDA builds only).
+enum class Device { kCpu, kCuda };
+
 struct LoadOptions {
   std::string dir;        // checkpoint directory (config.json + safetensors)
   int32_t n_threads = 0;  // compute threads (0: all hardware threads)
@@ -51,6 +54,8 @@ struct LoadOptions {
   // their own batches; only the routed experts are partitioned (expert_parallel set too), and the
   // MoE layers exchange tokens (ShardSpec::dp_attention).
   bool dp_attention = false;
+  // Where the model runs (--device): kCuda needs a CUDA build (DSS_CUDA) and a device.
+  Device device = Device::kCpu;
 };
 
 // Flag spellings. parse_*: "bf16" | "fp8" | "int8" (and "" for as stored; parse_weight_dtype's);
@@ -60,11 +65,13 @@ Result<WeightDType> parse_weight_dtype_flag(std::string_view s, std::string_view
 Result<ActQuant> parse_act_quant(std::string_view s);
 Result<WeightStorage> parse_weight_storage(std::string_view s);
 Result<MatmulDType> parse_matmul_dtype(std::string_view s);
+Result<Device> parse_device(std::string_view s);  // "cpu" | "cuda"
 // The flag spelling of a value ("" for WeightDType::kAsStored).
 const char* to_string(WeightDType v);
 const char* to_string(ActQuant v);
 const char* to_string(WeightStorage v);
 const char* to_string(MatmulDType v);
+const char* to_string(Device v);
 // The DType a conversion produces (kAsStored: none; CHECK-fails).
 DType converted_dtype(WeightDType v);
 

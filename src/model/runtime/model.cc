@@ -5,12 +5,17 @@
 
 #include "base/check.h"
 #include "base/clock.h"
+#include "base/log.h"
 #include "base/phase_timer.h"
 #include "dist/local_comm.h"
 #include "model/deepseek/embed_head.h"
 #include "model/deepseek/mlp.h"
 #include "model/deepseek/moe.h"
 #include "model/runtime/moe_dispatch.h"
+#if DSS_CUDA
+#include "backend/cuda/cuda_backend.h"
+#include "model/runtime/device_weights.h"
+#endif
 
 namespace dss {
 
@@ -63,8 +68,9 @@ Result<std::unique_ptr<Model>> Model::load(const LoadOptions& opts, MpiComm* tp_
   const int32_t n_threads =
       opts.n_threads > 0 ? opts.n_threads
                          : static_cast<int32_t>(std::max(1u, std::thread::hardware_concurrency()));
-  m->matmul_choice_ =
-      resolve_matmul_dtype(opts.matmul_dtype, tile && !m->act_quant_fp8_, n_threads, m->tp_group_);
+  const bool cuda = opts.device == Device::kCuda;
+  m->matmul_choice_ = resolve_matmul_dtype(opts.matmul_dtype, tile && !m->act_quant_fp8_ && !cuda,
+                                           n_threads, m->tp_group_);
   m->matmul_bf16_ = m->matmul_choice_.dtype == MatmulDType::kBf16;
   const bool ue8m0 = m->cfg_.quant.ue8m0 || m->cfg_.arch == ModelArch::kDeepseekV32;
   const bool convert = opts.weight_dtype != WeightDType::kAsStored;
@@ -81,6 +87,11 @@ Result<std::unique_ptr<Model>> Model::load(const LoadOptions& opts, MpiComm* tp_
   }
   m->be_ = std::make_unique<CpuBackend>(
       CpuBackend::Options{n_threads, m->act_quant_fp8_, m->cfg_.quant.ue8m0, m->matmul_bf16_});
+  if (cuda) {
+    DSS_RETURN_IF_ERROR(m->load_on_cuda(opts, convert ? &policy : nullptr,
+                                        convert_lm_head ? &lm_head_policy : nullptr));
+    return m;
+  }
   const CpuBackend& be = *m->be_;
   DSS_ASSIGN_OR_RETURN(m->w_, load_weights(
                                   m->ck_, m->cfg_, convert ? &policy : nullptr, tile,
@@ -88,6 +99,61 @@ Result<std::unique_ptr<Model>> Model::load(const LoadOptions& opts, MpiComm* tp_
                                   [&be](size_t n) { return be.allocate(n, MemoryUse::kWeights); },
                                   shard, &be.pool(), opts.mtp, opts.weight_cache_dir));
   return m;
+}
+
+Model::~Model() = default;
+
+Status Model::load_on_cuda(const LoadOptions& opts, const QuantPolicy* convert,
+                           const QuantPolicy* lm_head_convert) {
+#if DSS_CUDA
+  auto refuse = [](const char* what) {
+    return Status::error("--device cuda: ", what, " is not implemented on the CUDA backend yet");
+  };
+  if (shard_.sharded()) return refuse("tensor / expert parallelism and DP attention (NCCL)");
+  if (opts.mtp) return refuse("--speculative-algorithm NEXTN (the MTP module)");
+  if (act_quant_fp8_) return refuse("--act-quant fp8");
+  if (!opts.weight_cache_dir.empty()) return refuse("--weight-cache");
+  if (matmul_bf16_) return refuse("--matmul-dtype bf16");
+  DSS_ASSIGN_OR_RETURN(std::unique_ptr<CudaBackend> cuda, CudaBackend::create({}));
+  cuda_ = decltype(cuda_)(cuda.release(), [](CudaBackend* p) { delete p; });
+  // Row-major weights in their checkpoint dtypes (converted first when asked), then uploaded.
+  DSS_ASSIGN_OR_RETURN(w_, load_weights(ck_, cfg_, convert, /*tile=*/false, lm_head_convert,
+                                        /*bf16_dot=*/false, {}, shard_, &be_->pool()));
+  DSS_ASSIGN_OR_RETURN(const size_t bytes, upload_weights(w_, rope_, *cuda_));
+  log_info("CUDA backend: ", cuda_->device_name(), "; weights ",
+           static_cast<double>(bytes) / (1 << 30), " GiB in device memory");
+  return Status::ok();
+#else
+  (void)opts, (void)convert, (void)lm_head_convert;
+  return Status::error(
+      "--device cuda: this dsserve was built without the CUDA backend (build it with make cuda)");
+#endif
+}
+
+bool Model::cuda_available() {
+#if DSS_CUDA
+  return CudaBackend::device_count() > 0;
+#else
+  return false;
+#endif
+}
+
+int64_t Model::device_free_bytes() const {
+#if DSS_CUDA
+  if (cuda_ != nullptr) {
+    size_t free_b = 0, total_b = 0;
+    cuda_->memory_info(&free_b, &total_b);
+    return static_cast<int64_t>(free_b);
+  }
+#endif
+  return 0;
+}
+
+std::string Model::device_name() const {
+#if DSS_CUDA
+  if (cuda_ != nullptr) return cuda_->device_name();
+#endif
+  return "cpu";
 }
 
 KvLayout Model::kv_layout(int32_t page_size, DType dtype) const {
@@ -107,6 +173,15 @@ Workspace Model::workspace(const WorkspaceLimits& limits_in) const {
   WorkspaceLimits limits = limits_in;
   limits.tp_size = shard_.dense().size;
   limits.ep_ranks = shard_.dp_attention ? shard_.size : 0;
+#if DSS_CUDA
+  if (cuda_ != nullptr) {
+    limits.device_logits = true;
+    return Workspace(
+        cfg_, limits,
+        cuda_->allocate(Workspace::activation_bytes(cfg_, limits), MemoryUse::kActivations),
+        cuda_->make_scratch(cfg_, limits));
+  }
+#endif
   return Workspace(
       cfg_, limits,
       be_->allocate(Workspace::activation_bytes(cfg_, limits), MemoryUse::kActivations),
@@ -114,8 +189,12 @@ Workspace Model::workspace(const WorkspaceLimits& limits_in) const {
 }
 
 KvCache Model::make_kv_cache(const KvLayout& layout, int32_t n_pages) const {
-  return KvCache(layout, n_pages,
-                 be_->allocate(KvCache::storage_bytes(layout, n_pages), MemoryUse::kKvCache));
+  const size_t bytes = KvCache::storage_bytes(layout, n_pages);
+#if DSS_CUDA
+  if (cuda_ != nullptr)
+    return KvCache(layout, n_pages, cuda_->allocate(bytes, MemoryUse::kKvCache));
+#endif
+  return KvCache(layout, n_pages, be_->allocate(bytes, MemoryUse::kKvCache));
 }
 
 void Model::idle_forward(Workspace& ws) const {
@@ -130,6 +209,13 @@ void Model::idle_forward(Workspace& ws) const {
 
 void Model::forward(const ForwardBatch& b, KvCache& kv, Workspace& ws, float* logits,
                     AttnPath path) const {
+#if DSS_CUDA
+  if (cuda_ != nullptr) {
+    LocalComm alone;
+    forward_on(*cuda_, alone, b, kv, ws, logits, path);
+    return;
+  }
+#endif
   if (tp_group_ != nullptr) {
     forward_on(*be_, *tp_group_, b, kv, ws, logits, path);
   } else {
@@ -204,6 +290,7 @@ void Model::mtp_forward(const ForwardBatch& b, std::span<const float> prev_hidde
   const MtpWeights& m = w_.mtp[0];
   for (const TokenId id : b.tokens)
     DSS_CHECK(id >= 0 && id < c.n_vocab, "token id ", id, " out of range");
+  be.begin_forward(b, *ws.backend);
   ForwardTrace* const trace = ws.trace;  // routing traces cover the main layers only
   ws.trace = nullptr;
   be.embed(m.embed, b.tokens.data(), T, ws.h.data(), 0);
@@ -239,8 +326,13 @@ void Model::forward_on(const B& be, C& comm, const ForwardBatch& b, KvCache& kv,
   DSS_CHECK(ws.limits.n_threads >= be.n_threads(), "workspace built for ", ws.limits.n_threads,
             " threads");
   DSS_CHECK(!act_quant_fp8_ || ws.limits.act_quant, "W8A8 model needs WorkspaceLimits::act_quant");
+  if constexpr (B::kDeviceMemory) {
+    DSS_CHECK(ws.trace == nullptr, "forward traces read host memory: the CPU backend only");
+    DSS_CHECK(!ws.logits_dev.empty(), "a device forward needs WorkspaceLimits::device_logits");
+  }
   const PhaseVariantScope phase_variant_scope;  // after the kForward scope closes: next variant
   DSS_PHASE_SCOPE(kForward);
+  be.begin_forward(b, *ws.backend);
   // A tensor-parallel rank's embedding, attention and FFN give partial sums (shard.h): summed
   // over the group here, the one place that composes the blocks.
   const bool tp = shard_.dense().sharded();
@@ -266,7 +358,13 @@ void Model::forward_on(const B& be, C& comm, const ForwardBatch& b, KvCache& kv,
     be.rmsnorm_rows(ws.h.data(), w_.final_norm, T, d, c.rms_eps, ws.hidden.data());
   }
   if (!tp) {
-    head_forward(be, c, w_, b, ws, logits);
+    if constexpr (B::kDeviceMemory) {
+      head_forward(be, c, w_, b, ws, ws.logits_dev.data());
+      be.download(ws.logits_dev.data(), logits,
+                  static_cast<int64_t>(b.logit_rows.size()) * c.n_vocab);
+    } else {
+      head_forward(be, c, w_, b, ws, logits);
+    }
     return;
   }
   head_forward(be, c, w_, b, ws, ws.logit_shard.data());

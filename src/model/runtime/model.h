@@ -28,6 +28,8 @@
 
 namespace dss {
 
+class CudaBackend;  // backend/cuda/cuda_backend.h (CUDA builds)
+
 class Model {
  public:
   // With opts.dp_attention, tp_group is the DP-attention group instead (ShardSpec::dp_attention).
@@ -37,6 +39,11 @@ class Model {
   // the same order (the forward pass sums partial results and gathers logits over the group).
   // The group must outlive the model.
   static Result<std::unique_ptr<Model>> load(const LoadOptions& opts, MpiComm* tp_group = nullptr);
+  ~Model();
+  // Whether --device cuda can run here: a CUDA build (DSS_CUDA) and a usable CUDA device.
+  static bool cuda_available();
+  Model(const Model&) = delete;
+  Model& operator=(const Model&) = delete;
 
   const ModelConfig& config() const { return cfg_; }
   const ModelWeights& weights() const { return w_; }
@@ -56,6 +63,12 @@ class Model {
   // explicit f32 / bf16 its `source` is "flag" and no rate is measured.
   const MatmulChoice& matmul_choice() const { return matmul_choice_; }
   const CpuBackend& backend() const { return *be_; }
+  // Where the forward pass runs (LoadOptions::device), and that device in words ("cpu", or the
+  // CUDA device's name, memory and architecture).
+  Device device() const { return cuda_ != nullptr ? Device::kCuda : Device::kCpu; }
+  std::string device_name() const;
+  // Free memory of the device the model runs on (bytes; 0 on the CPU backend).
+  int64_t device_free_bytes() const;
   // A workspace for forwards within `limits` (its activations and scratch made by the backend).
   Workspace workspace(const WorkspaceLimits& limits) const;
   // A KV pool of n_pages pages of `layout` in the backend's memory (resident from the start).
@@ -87,6 +100,9 @@ class Model {
 
  private:
   Model(ModelConfig cfg, Checkpoint ck) : cfg_(std::move(cfg)), ck_(std::move(ck)), rope_(cfg_) {}
+  // --device cuda: the backend, the row-major weights uploaded (model/runtime/device_weights.h).
+  Status load_on_cuda(const LoadOptions& opts, const QuantPolicy* convert,
+                      const QuantPolicy* lm_head_convert);
   template <ModelBackend B, Communicator C>
   void forward_on(const B& be, C& comm, const ForwardBatch& batch, KvCache& kv, Workspace& ws,
                   float* logits, AttnPath path) const;
@@ -103,7 +119,10 @@ class Model {
   Checkpoint ck_;
   ModelWeights w_;
   RopeTable rope_;
-  std::unique_ptr<CpuBackend> be_;
+  std::unique_ptr<CpuBackend> be_;  // the host pool (loading; the forward unless cuda_)
+  // --device cuda: the backend every forward runs on (a function-pointer deleter, so this header
+  // needs no CUDA types).
+  std::unique_ptr<CudaBackend, void (*)(CudaBackend*)> cuda_{nullptr, nullptr};
   ShardSpec shard_;
   MpiComm* tp_group_ = nullptr;
   bool act_quant_fp8_ = false;

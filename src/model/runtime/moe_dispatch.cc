@@ -11,6 +11,9 @@
 #include "dist/local_comm.h"
 #include "dist/mpi_comm.h"
 #include "model/deepseek/moe.h"
+#if DSS_CUDA
+#include "backend/cuda/cuda_backend.h"
+#endif
 
 namespace dss {
 
@@ -150,12 +153,16 @@ void moe_dispatch_forward(const B& be, C& comm, const ModelConfig& c, const MoeW
   }
 }
 
-// The CUDA build adds its backend's instantiations here.
 template void moe_dispatch_forward<CpuBackend, MpiComm>(const CpuBackend&, MpiComm&,
                                                         const ModelConfig&, const MoeWeights&,
                                                         int32_t, int32_t, Workspace&);
 template void moe_dispatch_forward<CpuBackend, LocalComm>(const CpuBackend&, LocalComm&,
                                                           const ModelConfig&, const MoeWeights&,
                                                           int32_t, int32_t, Workspace&);
+#if DSS_CUDA  // Model::layer_forward's reference; DP attention is refused on CUDA at load
+template void moe_dispatch_forward<CudaBackend, LocalComm>(const CudaBackend&, LocalComm&,
+                                                           const ModelConfig&, const MoeWeights&,
+                                                           int32_t, int32_t, Workspace&);
+#endif
 
 }  // namespace dss

@@ -84,9 +84,9 @@ float max_abs_diff(const float* a, const std::vector<float>& b) {
 
 class GoldenTest : public ::testing::TestWithParam<const char*> {};
 
-TEST_P(GoldenTest, MatchesReference) {
-  const std::string dir = std::string(DSS_TEST_DATA) + "/golden/" + GetParam();
-  auto model = Model::load(LoadOptions{dir});
+// The checks of the file comment for the model loaded with `opts`.
+void expect_matches_reference(const std::string& dir, const LoadOptions& opts) {
+  auto model = Model::load(opts);
   ASSERT_TRUE(model.is_ok()) << model.message();
   const int32_t V = (*model)->config().n_vocab;
   const auto cases = load_cases(dir);
@@ -118,6 +118,23 @@ TEST_P(GoldenTest, MatchesReference) {
     }
     EXPECT_EQ(greedy, g.greedy);
   }
+}
+
+TEST_P(GoldenTest, MatchesReference) {
+  const std::string dir = std::string(DSS_TEST_DATA) + "/golden/" + GetParam();
+  expect_matches_reference(dir, LoadOptions{dir});
+}
+
+// The CUDA backend (--device cuda) is a float32 engine too (float32 products and accumulation,
+// weights dequantised exactly, the same f32 cache), with other summation orders and the device's
+// expf: the same tolerance applies. Skipped without a CUDA build and device (scripts/gpu-check
+// runs it on one).
+TEST_P(GoldenTest, MatchesReferenceOnCuda) {
+  if (!Model::cuda_available()) GTEST_SKIP() << "no CUDA build or device";
+  const std::string dir = std::string(DSS_TEST_DATA) + "/golden/" + GetParam();
+  LoadOptions opts{dir};
+  opts.device = Device::kCuda;
+  expect_matches_reference(dir, opts);
 }
 
 // --matmul-dtype bf16 (MatmulArith::kBf16Dot: x rounded to bf16 in the linear layers), where the

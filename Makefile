@@ -10,6 +10,8 @@
 #                     server's request path (raw HTTP and JSON bodies to prompts) and the grammar
 #                     front ends + matcher (JSON Schema, regex, GBNF), 15 s each
 #                     (part of `make test`)
+#   make cuda         the CUDA build (nvcc; no GPU needed): build/cuda-release
+#   make cuda-test    scripts/gpu-check on a GPU machine (builds the CUDA preset first)
 #   make fuzz-long    the same fuzzers for DSS_FUZZ_SECONDS (default 600) each
 #   make build        release build only (build/release)
 #   make format       clang-format every C++ file
@@ -112,15 +114,15 @@ test-ubsan:
 test-tsan:
 	$(call sanitized_test,tsan)
 
-# CUDA backend (needs nvcc; builds here without a GPU). On a GPU machine `make cuda-test` runs the
-# CUDA kernel tests against the CPU reference and the FP8 GEMV bandwidth benchmark (vs H200 HBM).
+# CUDA backend (needs nvcc; builds here without a GPU): everything, in build/cuda-release. On a
+# GPU machine `make cuda-test` runs scripts/gpu-check (every CUDA test and benchmark, the golden
+# suites and the server on the GPU; JSON and a summary under $$OUT, default build/gpu-check).
 cuda: setup
 	cmake --preset cuda-release >/dev/null
-	cmake --build build/cuda-release -j$(JOBS) --target cuda_fp8_gemv_test cuda_fp8_gemv_bench
+	cmake --build build/cuda-release -j$(JOBS)
 
-cuda-test: cuda
-	build/cuda-release/tests/cuda/cuda_fp8_gemv_test
-	build/cuda-release/tests/cuda/cuda_fp8_gemv_bench 4800
+cuda-test:
+	scripts/gpu-check
 
 format:
 	@git ls-files '*.h' '*.cc' | xargs clang-format -i

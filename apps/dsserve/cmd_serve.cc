@@ -97,10 +97,12 @@ int serve_front(ServeArgs& a, ParallelRun& par, MpiMailbox& mail, Engine& engine
   ro.n_replicas = par.dp_size;
   ro.block_tokens = a.engine.page_size;
   ro.min_match_tokens = a.engine.page_size;
-  // DP attention: the engine thread polls the mailbox between its rounds (one thread calls MPI).
-  DpFront front(engine, mail, std::move(leader_ranks), ro, a.parallel.dist_timeout_s,
-                /*own_thread=*/!engine.lockstep());
-  if (engine.lockstep()) engine.set_round_hook([&front] { front.poll_once(); });
+  // Where the engine thread runs collectives it polls the mailbox too (one thread calls MPI).
+  const DpDrive drive = engine.lockstep()            ? DpDrive::kLockstep
+                        : engine.calls_collectives() ? DpDrive::kBetweenSteps
+                                                     : DpDrive::kOwnThread;
+  DpFront front(engine, mail, std::move(leader_ranks), ro, a.parallel.dist_timeout_s, drive);
+  if (drive != DpDrive::kOwnThread) engine.set_round_hook([&front] { front.poll_once(); });
   Result<std::unique_ptr<Server>> server = Status::error("a replica leader did not start");
   if (front.wait_ready()) server = Server::create(a.server, std::move(routes), front, tok);
   if (server) {

@@ -21,12 +21,12 @@ constexpr double kFlushS = 0.3;
 }  // namespace
 
 DpFront::DpFront(Engine& local, MpiMailbox& mail, std::vector<int> leader_world_ranks,
-                 const DpRouterOptions& router, double silent_limit_s, bool own_thread)
+                 const DpRouterOptions& router, double silent_limit_s, DpDrive drive)
     : local_(local),
       mail_(mail),
       leader_world_ranks_(std::move(leader_world_ranks)),
       silent_limit_s_(silent_limit_s > 0 ? silent_limit_s : kDpSilentLimitS),
-      own_thread_(own_thread),
+      drive_(drive),
       n_replicas_(mail.size()),
       router_(router) {
   DSS_CHECK(mail.rank() == 0 && router.n_replicas == n_replicas_ &&
@@ -37,7 +37,8 @@ DpFront::DpFront(Engine& local, MpiMailbox& mail, std::vector<int> leader_world_
   remote_stats_.resize(static_cast<size_t>(n_replicas_));
   last_heard_.assign(static_cast<size_t>(n_replicas_), now_seconds());
   heard_.assign(static_cast<size_t>(n_replicas_), false);
-  if (own_thread) thread_ = std::thread([this] { run(); });
+  longest_gap_.assign(static_cast<size_t>(n_replicas_), 0.0);
+  if (drive_ == DpDrive::kOwnThread) thread_ = std::thread([this] { run(); });
 }
 
 DpFront::~DpFront() {
@@ -147,7 +148,7 @@ bool DpFront::stop(double timeout_s) {
   request_stop();
   const double deadline = now_seconds() + timeout_s;
   while (!done_.load() && now_seconds() < deadline) {
-    if (!own_thread_) poll_once();  // driven: the caller's thread now (the engine's ended)
+    if (drive_ != DpDrive::kOwnThread) poll_once();  // the caller's thread (the engine's ended)
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
   if (!done_.load()) {
@@ -205,8 +206,10 @@ void DpFront::check_silence(double now) {
     std::lock_guard<std::mutex> lk(mu_);
     if (stopping_) return;  // a stopping leader aborts its requests, then says bye
     for (int32_t r = 1; r < n_replicas_ && why.empty(); ++r) {
-      const double silent = now - last_heard_[static_cast<size_t>(r)];
-      const double limit = heard_[static_cast<size_t>(r)] ? silent_limit_s_ : kDpStartLimitS;
+      const auto i = static_cast<size_t>(r);
+      const double silent = now - last_heard_[i];
+      double limit = heard_[i] ? silent_limit_s_ : kDpStartLimitS;
+      if (drive_ == DpDrive::kBetweenSteps) limit = std::max(limit, kDpGapFactor * longest_gap_[i]);
       if (silent > limit) {
         why = str_cat("rank ", leader_world_ranks_[static_cast<size_t>(r)], " (leader of replica ",
                       r, ") sent nothing for ", silent, " s (limit ", limit,
@@ -246,8 +249,11 @@ bool DpFront::poll_once() {
     DSS_CHECK(r > 0 && r < n_replicas_, "data-parallel front: a message from mailbox rank ", r);
     {
       std::lock_guard<std::mutex> lk(mu_);
-      last_heard_[static_cast<size_t>(r)] = now_seconds();
-      heard_[static_cast<size_t>(r)] = true;
+      const auto i = static_cast<size_t>(r);
+      const double now = now_seconds();
+      if (heard_[i]) longest_gap_[i] = std::max(longest_gap_[i], now - last_heard_[i]);
+      last_heard_[i] = now;
+      heard_[i] = true;
       if (m->tag == kDpStats) remote_stats_[static_cast<size_t>(r)] = decode_stats(m->bytes);
       if (m->tag == kDpBye) n_byes_++;
     }
@@ -260,10 +266,10 @@ bool DpFront::poll_once() {
       return moved;
     }
   }
-  // Driven (DP attention): the ranks step in lockstep, so a silent leader stalls this rank's
-  // collective and the step watchdog, whose limit follows the step times, ends the job; a
-  // fixed silence limit would misfire on a step longer than it.
-  if (own_thread_) check_silence(now_seconds());
+  // DP attention: the ranks step in lockstep, so a silent leader stalls this rank's collective
+  // and the step watchdog, whose limit follows the step times, ends the job; a fixed silence
+  // limit would misfire on a step longer than it.
+  if (drive_ != DpDrive::kLockstep) check_silence(now_seconds());
   return moved;
 }
 

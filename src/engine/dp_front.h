@@ -11,8 +11,10 @@
 // every kDpStatsEveryS).
 // Faults: a replica leader that sends nothing (its reports are the heartbeat) for the limit
 // (--dist-timeout, else kDpSilentLimitS) is gone or hung: on_stall runs with a message naming its
-// world rank, then the process exits with status 3, as the step watchdog does. Driven by the
-// engine (DP attention) the step watchdog alone decides: the ranks step in lockstep.
+// world rank, then the process exits with status 3, as the step watchdog does. A tensor-parallel
+// replica's leader reports between its steps, so there the limit is also at least kDpGapFactor
+// times the longest gap seen between its messages (a step that long has happened). Under DP
+// attention the step watchdog alone decides: the ranks step in lockstep.
 // Threading: every method on any thread; sinks run on the local engine's thread or the mailbox
 // thread and must not block.
 #pragma once
@@ -33,6 +35,16 @@
 namespace dss {
 
 inline constexpr double kDpSilentLimitS = 5.0;
+inline constexpr double kDpGapFactor = 3.0;
+
+// Which thread polls the mailbox. MPI allows two threads at once (MPI_THREAD_MULTIPLE), but
+// OpenMPI orders its shared-memory traffic with atomics ThreadSanitizer cannot see, so where the
+// engine thread runs collectives the mailbox goes on that thread too (one thread calls MPI).
+enum class DpDrive {
+  kOwnThread,     // a thread of the front's own (the engine runs no collectives)
+  kBetweenSteps,  // the engine's round hook between its steps (a tensor-parallel group)
+  kLockstep,      // the engine's round hook, each lockstep round (DP attention)
+};
 // A leader's first message (it may still be loading its tokenizer), waited for by wait_ready():
 // the step watchdog's first-step allowance.
 inline constexpr double kDpStartLimitS = 60.0;
@@ -40,12 +52,10 @@ inline constexpr double kDpStartLimitS = 60.0;
 class DpFront final : public EngineApi {
  public:
   // leader_world_ranks[r]: replica r's leader's world rank (for messages); mail.size() replicas.
-  // own_thread: the mailbox is polled on a thread of its own (MPI_THREAD_MULTIPLE: the engine's
-  // group runs collectives meanwhile); else the caller drives poll_once (DP attention: the
-  // engine's round hook, so the engine thread is the only one calling MPI), and stop() polls on
-  // the calling thread once the engine has ended.
+  // drive: kOwnThread starts the polling thread; otherwise the caller drives poll_once (the
+  // engine's round hook), and stop() polls on the calling thread once the engine has ended.
   DpFront(Engine& local, MpiMailbox& mail, std::vector<int> leader_world_ranks,
-          const DpRouterOptions& router, double silent_limit_s, bool own_thread);
+          const DpRouterOptions& router, double silent_limit_s, DpDrive drive);
   ~DpFront() override;
 
   Result<RequestId> submit(GenerateRequest req, EventSink sink) override;
@@ -95,7 +105,7 @@ class DpFront final : public EngineApi {
   MpiMailbox& mail_;
   std::vector<int> leader_world_ranks_;
   double silent_limit_s_;
-  bool own_thread_;
+  DpDrive drive_;
   int32_t n_replicas_;
 
   mutable std::mutex mu_;
@@ -107,6 +117,7 @@ class DpFront final : public EngineApi {
   std::vector<EngineStats> remote_stats_;  // [n_replicas]; [0] unused
   std::vector<double> last_heard_;         // [n_replicas]; now_seconds()
   std::vector<bool> heard_;                // [n_replicas]: a message came
+  std::vector<double> longest_gap_;        // [n_replicas]: seconds between two messages
   std::function<void(const std::string&)> on_stall_;
   bool stopping_ = false;
   int32_t n_byes_ = 0;

@@ -136,9 +136,9 @@ void serve_replica(Engine& engine, MpiMailbox& mail,
                    std::shared_ptr<const grammar::TokenVocab> vocab) {
   DSS_CHECK(mail.rank() > 0, "serve_replica on the front's rank");
   ReplicaServer rs{engine, mail, {}, {std::move(vocab), {}}, {}};
-  if (engine.lockstep()) {  // DP attention: the engine thread polls, between its rounds
+  if (engine.calls_collectives()) {  // the engine thread polls, between its steps or rounds
     engine.set_round_hook([&rs] { rs.poll_once(); });
-    engine.join();  // the front's stop, then every rank's engine stopped
+    engine.join();  // the front's stop (under DP attention: then every rank's engine stopped)
   } else {
     int64_t pause_us = kDpPollMinUs;
     while (!rs.stop_seen) {

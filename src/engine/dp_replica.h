@@ -18,9 +18,10 @@ namespace dss {
 
 inline constexpr size_t kReplicaGrammarCache = 256;
 
-// Blocks the calling thread until the front says stop; the engine has ended on return. Under DP
-// attention the engine thread polls the mailbox between its rounds (engine.set_round_hook: one
-// thread calls MPI); otherwise the calling thread polls it.
+// Blocks the calling thread until the front says stop; the engine has ended on return. Where the
+// engine thread runs collectives (DP attention, a tensor-parallel replica) it polls the mailbox
+// between its rounds or steps (engine.set_round_hook: one thread calls MPI); otherwise the
+// calling thread polls it.
 // vocab: null without a tokenizer (the front then has no grammars either).
 void serve_replica(Engine& engine, MpiMailbox& mail,
                    std::shared_ptr<const grammar::TokenVocab> vocab);

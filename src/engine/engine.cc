@@ -413,9 +413,14 @@ void Engine::set_round_hook(std::function<void()> hook) {
   DSS_CHECK(!impl_->has_round_hook.load(), "set_round_hook twice");
   impl_->round_hook = std::move(hook);
   impl_->has_round_hook.store(true, std::memory_order_release);
+  impl_->cv.notify_all();  // an idle engine thread starts calling it
 }
 
 bool Engine::lockstep() const { return impl_->dp_group != nullptr; }
+
+bool Engine::calls_collectives() const {
+  return impl_->dp_group != nullptr || impl_->tp_group != nullptr;
+}
 
 void Engine::set_on_stall(std::function<void(const std::string&)> on_stall) {
   if (impl_->watchdog) impl_->watchdog->set_on_stall(std::move(on_stall));
@@ -438,15 +443,20 @@ void Engine::Impl::loop() {
     std::vector<RequestId> cancel_ids;
     std::vector<std::promise<void>> checks;
     bool stop = false;
+    // Tensor parallel with a hook: the front's or a replica's mailbox, between steps (DP
+    // attention calls it at the start of each lockstep round instead).
+    const bool hook = dp_group == nullptr && has_round_hook.load(std::memory_order_acquire);
+    if (hook) round_hook();
     {
       std::unique_lock<std::mutex> lk(mu);
       auto ready = [&] {
         return (stopping && !stopped) || !inbox.empty() || !cancels.empty() ||
-               !integrity_checks.empty() || !sched->idle();
+               !integrity_checks.empty() || !sched->idle() ||
+               (!hook && has_round_hook.load(std::memory_order_relaxed));  // a hook came: poll
       };
-      if (dp_group == nullptr) {
+      if (dp_group == nullptr && !hook) {
         cv.wait(lk, ready);
-      } else if (!last_round_busy) {  // all idle: the next round after work arrives or a pause
+      } else if (hook || !last_round_busy) {  // idle: after work arrives or a pause
         cv.wait_for(lk, kLockstepIdlePause, ready);
       }
       in.swap(inbox);

@@ -61,12 +61,15 @@ class Engine final : public EngineApi {
   // Waits until the engine thread has ended: after request_stop(), or under DP attention once
   // every rank's engine has stopped.
   void join();
-  // DP attention (else never called): `hook` runs on the engine thread at the start of every
-  // lockstep round, before its collective, so the process's point-to-point traffic (the
-  // data-parallel front's mailbox) runs on the one thread that calls MPI. Set once, before the
+  // Only where calls_collectives(): `hook` runs on the engine thread at the start of every
+  // lockstep round (DP attention, before its collective) or between steps (tensor parallel;
+  // idle, every kLockstepIdlePause), so the process's point-to-point traffic (the data-parallel
+  // front's or a replica's mailbox) runs on the one thread that calls MPI. Set once, before the
   // requests it brings; it may call submit, cancel, stats and request_stop.
   void set_round_hook(std::function<void()> hook);
   bool lockstep() const;  // DP attention: the engine steps in lockstep with other ranks'
+  // Whether the engine thread runs collectives (DP attention, or a tensor-parallel group).
+  bool calls_collectives() const;
 
   const ModelConfig& model_config() const override;
   int32_t context_length() const override;

@@ -10,10 +10,18 @@
 # at once; a hung one stops sending its heartbeat, and the front gives up after 5 s.
 # MODE dpa runs DP attention 2 (--tp-size 2 --dp-size 2 --ep-size 2 --enable-dp-attention): the
 # same front, and the ranks step in lockstep, so rank 0's step watchdog sees a hung rank 1.
-# Usage: tp_fault_test.sh DSSERVE REPO_ROOT [tp|dp|dpa]
+# MODE tpdp runs 2 replicas of TP 2 (4 ranks) and kills or stops rank 2, replica 1's leader,
+# whose engine thread polls the mailbox between its steps: the front's heartbeat check as in dp.
+# Usage: tp_fault_test.sh DSSERVE REPO_ROOT [tp|dp|dpa|tpdp]
 set -euo pipefail
 bin="$(realpath "$1")" root="$(realpath "$2")" mode="${3:-tp}"
-if [ "$mode" = dp ] || [ "$mode" = dpa ]; then
+np=2 victim=1
+if [ "$mode" = tpdp ]; then
+  np=4 victim=2
+  flags=(--tp-size 2 --dp-size 2)
+  killed_error='the parallel job is ending'
+  hung_error='rank 2 \(leader of replica 1\) sent nothing for'
+elif [ "$mode" = dp ] || [ "$mode" = dpa ]; then
   flags=(--dp-size 2)
   [ "$mode" = dp ] || flags=(--tp-size 2 --dp-size 2 --ep-size 2 --enable-dp-attention)
   killed_error='the parallel job is ending'
@@ -38,6 +46,7 @@ rank_pid() {  # rank_pid LAUNCHER RANK
   for p in $(pgrep -P "$1"); do
     tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=$2" && echo "$p"
   done
+  return 0
 }
 
 # Per-rank series on rank 0's /metrics (exchanged every 16 steps): both ranks, forwards counted
@@ -71,7 +80,7 @@ check_rank_metrics() {
 # run_case NAME SIGNAL: starts the job, streams, sends SIGNAL to rank 1, checks the outcome.
 run_case() {
   local name=$1 sig=$2 log="$WORK/$1.log" out="$WORK/$1.stream"
-  mpirun --oversubscribe --bind-to none -np 2 "$bin" serve --model "$WORK/tiny-v32" --port 0 \
+  mpirun --oversubscribe --bind-to none -np "$np" "$bin" serve --model "$WORK/tiny-v32" --port 0 \
     "${flags[@]}" >"$log" 2>&1 &
   local launcher=$! port
   port=$(wait_for_port "$name" "$log" "$launcher") || exit 1  # it has printed why
@@ -85,10 +94,12 @@ run_case() {
     sleep 0.05
   done
   [ "$n_chunks" -ge 5 ] || { cat "$out" >&2; fail "$name: the stream did not start"; }
-  if [ "$name" = killed ] && [ "$mode" != dp ]; then check_rank_metrics "$port" "$out"; fi
+  if [ "$name" = killed ] && { [ "$mode" = tp ] || [ "$mode" = dpa ]; }; then
+    check_rank_metrics "$port" "$out"
+  fi
   local r1
-  r1=$(rank_pid "$launcher" 1)
-  [ -n "$r1" ] || fail "$name: rank 1 not found"
+  r1=$(rank_pid "$launcher" "$victim")
+  [ -n "$r1" ] || fail "$name: rank $victim not found"
   local t0 unhealthy_ms=""
   t0=$(now_ms)
   kill "-$sig" "$r1"
@@ -104,9 +115,11 @@ run_case() {
   wait "$launcher" || rc=$?
   local gone_ms=$(($(now_ms) - t0))
   # Every rank gone (mpirun exits after its children).
-  [ -z "$(rank_pid "$launcher" 0)$(rank_pid "$launcher" 1)" ] || fail "$name: a rank outlived mpirun"
+  for r in $(seq 0 $((np - 1))); do
+    [ -z "$(rank_pid "$launcher" "$r")" ] || fail "$name: rank $r outlived mpirun"
+  done
   wait "$client" || true
-  echo "$name: all ranks gone $gone_ms ms after SIG$sig, mpirun exit status $rc," \
+  echo "$name: all ranks gone $gone_ms ms after SIG$sig to rank $victim, mpirun exit status $rc," \
     "/health unhealthy at ${unhealthy_ms:-never seen} ms"
   [ "$gone_ms" -le 10000 ] || fail "$name: took $gone_ms ms (> 10 s)"
   [ "$rc" -ne 0 ] || fail "$name: exit status 0"
@@ -117,7 +130,8 @@ run_case() {
   [ "$(grep '^data: ' "$out" | tail -1)" = "data: [DONE]" ] || fail "$name: no [DONE] after the error"
   [ "$mode" != tp ] || grep -q "stalled for" "$log" || { cat "$log" >&2; fail "$name: the log has no stall line"; }
   if [ "$sig" = KILL ]; then
-    grep -q "process rank 1 .*exited on signal 9" "$log" || { cat "$log" >&2; fail "$name: log does not name rank 1"; }
+    grep -q "process rank $victim .*exited on signal 9" "$log" ||
+      { cat "$log" >&2; fail "$name: log does not name rank $victim"; }
   else
     [ -n "$unhealthy_ms" ] || fail "$name: /health never turned unhealthy"
   fi

@@ -1,6 +1,7 @@
 #include "model/runtime/model.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <thread>
 
 #include "base/check.h"
@@ -114,7 +115,11 @@ Status Model::load_on_cuda(const LoadOptions& opts, const QuantPolicy* convert,
   if (act_quant_fp8_) return refuse("--act-quant fp8");
   if (!opts.weight_cache_dir.empty()) return refuse("--weight-cache");
   if (matmul_bf16_) return refuse("--matmul-dtype bf16");
-  DSS_ASSIGN_OR_RETURN(std::unique_ptr<CudaBackend> cuda, CudaBackend::create({}));
+  // Data-parallel replicas started by mpirun on one host take the host's devices in turn.
+  CudaBackend::Options co;
+  if (const char* local = std::getenv("OMPI_COMM_WORLD_LOCAL_RANK"); local != nullptr)
+    co.device = std::atoi(local) % std::max(1, CudaBackend::device_count());
+  DSS_ASSIGN_OR_RETURN(std::unique_ptr<CudaBackend> cuda, CudaBackend::create(co));
   cuda_ = decltype(cuda_)(cuda.release(), [](CudaBackend* p) { delete p; });
   // Row-major weights in their checkpoint dtypes (converted first when asked), then uploaded.
   DSS_ASSIGN_OR_RETURN(w_, load_weights(ck_, cfg_, convert, /*tile=*/false, lm_head_convert,

@@ -18,6 +18,7 @@
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cuda/cuda_backend.h"
 #include "base/rng.h"
+#include "tensor/dtype.h"
 
 namespace dss {
 namespace {
@@ -240,5 +241,297 @@ TEST_F(CudaOps, MlaRopeRowsAndKvStore) {
   }
 }
 
+// A sequence's cache for the attention and indexer tests: n_pos random rows stored at the
+// positions of a page table whose pages are out of order, into a host cache (the CPU's) and a
+// device one (kv_store_rows, checked byte-identical above).
+struct TwoCaches {
+  KvLayout layout;
+  KvCache host;
+  KvCache dev;
+  std::vector<float> rows;  // [n_pos, d_row]
+};
+
+TwoCaches make_caches(CudaBackend& gpu, CpuBackend& cpu, BackendScratch& gpu_scratch,
+                      const KvLayout& layout, int32_t n_pages, const std::vector<int32_t>& slots,
+                      Rng& rng) {
+  TwoCaches c{layout,
+              KvCache(layout, n_pages),
+              KvCache(layout, n_pages,
+                      gpu.allocate(KvCache::storage_bytes(layout, n_pages), MemoryUse::kKvCache)),
+              {}};
+  const int32_t d_row = layout.d_row(), n = static_cast<int32_t>(slots.size());
+  c.rows.resize(static_cast<size_t>(n) * d_row);
+  for (int32_t t = 0; t < n; ++t) {
+    float* row = c.rows.data() + static_cast<size_t>(t) * d_row;
+    for (int32_t i = 0; i < layout.d_latent + layout.d_rope; ++i) row[i] = rng.normal();
+    if (layout.d_index > 0) {  // e4m3 values and a power-of-two scale, as the model writes them
+      for (int32_t d = 0; d < layout.d_index; ++d)
+        row[layout.d_index_offset() + d] = fp8e4m3_to_f32(f32_to_fp8e4m3(2.0f * rng.normal()));
+      row[layout.d_index_offset() + layout.d_index] = std::ldexp(1.0f, -3 - t % 4);
+    }
+  }
+  cpu.kv_store_rows(c.host, 0, slots.data(), c.rows.data(), n);
+  ForwardBatch b;
+  b.kv_write_slots = slots;
+  gpu.begin_forward(b, gpu_scratch);
+  Buffer rows_dev = gpu.allocate(c.rows.size() * sizeof(float), MemoryUse::kActivations);
+  gpu.upload(rows_dev.data(), c.rows.data(), c.rows.size() * sizeof(float));
+  gpu.kv_store_rows(c.dev, 0, slots.data(), reinterpret_cast<const float*>(rows_dev.data()), n);
+  float sink = 0;
+  gpu.download(reinterpret_cast<const float*>(rows_dev.data()), &sink, 1);  // stored before free
+  return c;
+}
+
+// Two sequences over one cache: sequence 0 a prefill chunk of 3 tokens at positions 37..39 on
+// 37 cached ones (pages 3, 0, 5 of 16 tokens), sequence 1 one decode token at position 20
+// (pages 1, 4). Both MLA forms, dense and with an indexer selection, over f32, bf16 and fp8
+// caches: the CUDA backend's absorbed form against the CPU's naive (prefill) and absorbed
+// (decode) forms, relative to the output's scale (float32 sums in other orders and expf).
+TEST_F(CudaOps, MlaPrefillAndDecodeAgainstTheCpu) {
+  const int32_t H = cfg_.n_heads, R = cfg_.kv_lora_rank, dn = cfg_.d_nope, dr = cfg_.d_rope;
+  const int32_t dv = cfg_.d_v, d_qk = dn + dr, P = 16, max_pages = 3;
+  const std::vector<int32_t> pages = {3, 0, 5, 1, 4, 0};  // [2, max_pages]
+  std::vector<int32_t> slots;                             // position p of sequence s at slot(s, p)
+  auto slot = [&](int32_t s, int32_t p) {
+    return pages[static_cast<size_t>(s * max_pages + p / P)] * P + p % P;
+  };
+  for (int32_t p = 0; p < 40; ++p) slots.push_back(slot(0, p));
+  for (int32_t p = 0; p < 21; ++p) slots.push_back(slot(1, p));
+  const std::vector<int32_t> tokens = {1, 2, 3, 4}, positions = {37, 38, 39, 20};
+  const std::vector<int32_t> begin = {0, 3, 4}, kv_len = {40, 21};
+  ForwardBatch b;
+  b.tokens = tokens;
+  b.positions = positions;
+  b.seq_token_begin = begin;
+  b.seq_kv_len = kv_len;
+  b.page_table = pages;
+  b.max_pages = max_pages;
+  // kv_b [H (dn + dv), R] and W_UK^T [H R, dn] with the same values.
+  const std::vector<float> kv_b = random(static_cast<size_t>(H * (dn + dv) * R), 0.1f);
+  std::vector<float> w_uk_t(static_cast<size_t>(H * R * dn));
+  for (int32_t h = 0; h < H; ++h)
+    for (int32_t r = 0; r < R; ++r)
+      for (int32_t d = 0; d < dn; ++d)
+        w_uk_t[static_cast<size_t>((h * R + r) * dn + d)] =
+            kv_b[static_cast<size_t>((h * (dn + dv) + d) * R + r)];
+  const Matrix kv_b_h{DType::kF32, H * (dn + dv), R, kv_b.data(), nullptr};
+  const Matrix w_uk_h{DType::kF32, H * R, dn, w_uk_t.data(), nullptr};
+  const Matrix kv_b_d = up_matrix(kv_b_h), w_uk_d = up_matrix(w_uk_h);
+  const std::vector<float> q = random(static_cast<size_t>(4 * H * d_qk));
+  // The selection: token t attends to 5 positions <= its own (n_sel -1: all of them).
+  const int32_t K = 5;
+  const std::vector<int32_t> sel = {0, 3, 9,  20, 36, 1, 2, 17, 30, 38,
+                                    4, 8, 15, 16, 39, 0, 5, 6,  7,  20};
+  for (const bool sparse : {false, true}) {
+    for (const DType dt : {DType::kF32, DType::kBF16, DType::kF8E4M3}) {
+      SCOPED_TRACE(std::string(sparse ? "sparse " : "dense ") + kv_dtype_name(dt));
+      const std::vector<int32_t> n_sel = {sparse ? K : -1, sparse ? K : -1, -1, sparse ? K : -1};
+      TwoCaches c =
+          make_caches(*gpu_, cpu_, *gpu_scratch_, KvLayout{1, R, dr, P, 0, dt}, 6, slots, rng_);
+      MlaAttnArgs a;
+      a.shape = {H, dn, dr, dv, R, 0.125f};
+      a.i_layer = 0;
+      a.batch = &b;
+      a.attended = {sparse ? sel.data() : nullptr, n_sel.data(), sparse ? K : 0};
+      // CPU: the naive form for sequence 0, the absorbed one for sequence 1; then the absorbed
+      // form for all four tokens at once.
+      std::vector<float> q_cpu = q, want(static_cast<size_t>(4 * H * dv)), want_abs = want;
+      a.kv_b = &kv_b_h;
+      a.w_uk_t = &w_uk_h;
+      a.kv = &c.host;
+      a.q = q_cpu.data();
+      a.attn = want.data();
+      cpu_.mla_prefill(a, 0, *cpu_scratch_);
+      const int32_t toks[4] = {0, 1, 2, 3}, seqs[4] = {0, 0, 0, 1};
+      cpu_.mla_decode(a, toks + 3, seqs + 3, 1, *cpu_scratch_);
+      a.attn = want_abs.data();
+      cpu_.mla_decode(a, toks, seqs, 4, *cpu_scratch_);
+      // CUDA, the same calls.
+      gpu_->begin_forward(b, *gpu_scratch_);
+      a.kv_b = &kv_b_d;
+      a.w_uk_t = &w_uk_d;
+      a.kv = &c.dev;
+      a.q = up(q.data(), q.size());
+      if (sparse) a.attended = {up(sel.data(), sel.size()), up(n_sel.data(), n_sel.size()), K};
+      float* got = up(want.data(), want.size());
+      a.attn = got;
+      gpu_->mla_prefill(a, 0, *gpu_scratch_);
+      gpu_->mla_decode(a, toks + 3, seqs + 3, 1, *gpu_scratch_);
+      expect_close_rel(down(got, want.size()), want, 2e-5);
+      float* got_abs = up(want.data(), want.size());
+      a.attn = got_abs;
+      gpu_->mla_decode(a, toks, seqs, 4, *gpu_scratch_);
+      expect_close_rel(down(got_abs, want.size()), want_abs, 2e-5);
+    }
+  }
+}
+
+// The V3.2 indexer: keys and queries (LayerNorm, rope, Hadamard, UE8M0 e4m3) against the CPU
+// (a value may land on the neighbouring e4m3 code where the two LayerNorms differ in the last
+// bit), then the top-k selection over a cache of e4m3 keys: the same positions.
+TEST_F(CudaOps, IndexerKeysAndSelection) {
+  const int32_t T = 3, HI = cfg_.index_n_heads, D = cfg_.index_head_dim, dr = cfg_.d_rope;
+  const int32_t R = cfg_.kv_lora_rank, d_row = R + dr + D + 1;
+  const std::vector<int32_t> pos = {37, 38, 39};
+  std::vector<float> freqs(static_cast<size_t>(dr / 2));
+  for (size_t i = 0; i < freqs.size(); ++i) freqs[i] = std::pow(10000.0f, -2.0f * i / dr);
+  const std::vector<float> k = random(static_cast<size_t>(T * D), 2.0f);
+  const std::vector<float> q = random(static_cast<size_t>(T * HI * D));
+  const std::vector<float> coef = random(static_cast<size_t>(T * HI));
+  const std::vector<float> nw = random(static_cast<size_t>(D)), nb = random(static_cast<size_t>(D));
+  IndexerRopeArgs a;
+  a.n_tok = T;
+  a.n_heads = HI;
+  a.head_dim = D;
+  a.d_rope = dr;
+  a.positions = pos.data();
+  a.rope_freqs = freqs.data();
+  a.k_norm_w = nw.data();
+  a.k_norm_b = nb.data();
+  a.d_row = d_row;
+  a.key_offset = R + dr;
+  std::vector<float> k_cpu = k, q_cpu = q, c_cpu = coef, rows_cpu(static_cast<size_t>(T * d_row));
+  a.k = k_cpu.data();
+  a.q = q_cpu.data();
+  a.coef = c_cpu.data();
+  a.rows = rows_cpu.data();
+  cpu_.indexer_rope_quant(a, *cpu_scratch_);
+  ForwardBatch b;
+  b.positions = pos;
+  gpu_->begin_forward(b, *gpu_scratch_);
+  for (const std::vector<float>* v :
+       std::initializer_list<const std::vector<float>*>{&freqs, &nw, &nb})
+    gpu_->mirror_constant(v->data(), v->size());
+  a.k = up(k.data(), k.size());
+  a.q = up(q.data(), q.size());
+  a.coef = up(coef.data(), coef.size());
+  a.rows = up(rows_cpu.data(), rows_cpu.size());
+  gpu_->indexer_rope_quant(a, *gpu_scratch_);
+  auto within_a_code = [](const std::vector<float>& got, const std::vector<float>& want) {
+    int n_off = 0;
+    for (size_t i = 0; i < got.size(); ++i) {
+      n_off += got[i] != want[i];
+      EXPECT_LE(std::fabs(got[i] - want[i]), 0.125f * std::fabs(want[i]) + 1e-6f) << i;
+    }
+    return n_off;
+  };
+  EXPECT_LE(within_a_code(down(a.q, q.size()), q_cpu), 8);
+  EXPECT_LE(within_a_code(down(a.rows, rows_cpu.size()), rows_cpu), 4);
+  expect_close_rel(down(a.coef, coef.size()), c_cpu, 1e-5);
+
+  // Selection: one sequence of 40 cached positions (pages 2, 0, 1), its last 3 tokens.
+  const std::vector<int32_t> pages = {2, 0, 1};
+  std::vector<int32_t> slots;
+  for (int32_t p = 0; p < 40; ++p)
+    slots.push_back(pages[static_cast<size_t>(p / 16)] * 16 + p % 16);
+  TwoCaches c = make_caches(*gpu_, cpu_, *gpu_scratch_, KvLayout{1, R, dr, 16, D, DType::kBF16}, 3,
+                            slots, rng_);
+  const std::vector<int32_t> tokens = {7, 8, 9}, begin = {0, 3}, kv_len = {40};
+  b.tokens = tokens;
+  b.seq_token_begin = begin;
+  b.seq_kv_len = kv_len;
+  b.page_table = pages;
+  b.max_pages = 3;
+  const int32_t K = cfg_.index_topk;
+  std::vector<float> q_sel(static_cast<size_t>(T * HI * D));  // e4m3 values, as the model's
+  for (float& x : q_sel) x = fp8e4m3_to_f32(f32_to_fp8e4m3(rng_.normal()));
+  IndexerSelectArgs s;
+  s.i_layer = 0;
+  s.batch = &b;
+  s.i_seq = 0;
+  s.n_heads = HI;
+  s.head_dim = D;
+  s.topk = K;
+  std::vector<int32_t> sel_cpu(static_cast<size_t>(T * K)), n_cpu(T);
+  s.kv = &c.host;
+  s.q = q_sel.data();
+  s.coef = c_cpu.data();
+  s.sel = sel_cpu.data();
+  s.n_sel = n_cpu.data();
+  cpu_.indexer_select(s, *cpu_scratch_);
+  gpu_->begin_forward(b, *gpu_scratch_);
+  s.kv = &c.dev;
+  s.q = up(q_sel.data(), q_sel.size());
+  s.coef = up(c_cpu.data(), c_cpu.size());
+  int32_t* sel_dev = up(sel_cpu.data(), sel_cpu.size());
+  int32_t* n_dev = up(n_cpu.data(), n_cpu.size());
+  s.sel = sel_dev;
+  s.n_sel = n_dev;
+  gpu_->indexer_select(s, *gpu_scratch_);
+  std::vector<float> back((sel_cpu.size() + n_cpu.size()));
+  gpu_->download(reinterpret_cast<const float*>(sel_dev), back.data(),
+                 static_cast<int64_t>(sel_cpu.size()));
+  gpu_->download(reinterpret_cast<const float*>(n_dev), back.data() + sel_cpu.size(), T);
+  std::vector<int32_t> sel_gpu(sel_cpu.size()), n_gpu(T);
+  std::memcpy(sel_gpu.data(), back.data(), sel_gpu.size() * 4);
+  std::memcpy(n_gpu.data(), back.data() + sel_cpu.size(), static_cast<size_t>(T) * 4);
+  EXPECT_EQ(n_gpu, n_cpu);
+  EXPECT_EQ(sel_gpu, sel_cpu);
+}
+
+// One MoE layer (8 experts, 2 per token, one shared, FP8): the same experts chosen (the router
+// logits differ only by summation order; random logits have no near-ties here) and the output
+// within the bound of its sums.
+TEST_F(CudaOps, MoeAgainstTheCpu) {
+  ModelConfig c = cfg_;
+  c.n_shared_experts = 1;
+  const int32_t T = 5, E = c.n_experts, d = c.d_model;
+  test::RandomMatrix router = test::random_matrix(DType::kF32, E, d, rng_);
+  const std::vector<float> bias = random(static_cast<size_t>(E), 0.1f);
+  std::vector<test::RandomMatrix> keep;
+  std::vector<FfnWeights> experts_h, experts_d;
+  auto ffn = [&](int32_t width) {
+    keep.push_back(test::random_matrix(DType::kF8E4M3, width, d, rng_));
+    keep.push_back(test::random_matrix(DType::kF8E4M3, width, d, rng_));
+    keep.push_back(test::random_matrix(DType::kF8E4M3, d, width, rng_));
+    const size_t n = keep.size();
+    return FfnWeights{keep[n - 3].m, keep[n - 2].m, keep[n - 1].m};
+  };
+  keep.reserve(3 * static_cast<size_t>(E + 1));
+  for (int32_t e = 0; e < E; ++e) experts_h.push_back(ffn(c.d_ff_expert));
+  const FfnWeights shared_h = ffn(c.d_ff_expert);
+  for (const FfnWeights& f : experts_h)
+    experts_d.push_back({up_matrix(f.gate), up_matrix(f.up), up_matrix(f.down)});
+  const FfnWeights shared_d{up_matrix(shared_h.gate), up_matrix(shared_h.up),
+                            up_matrix(shared_h.down)};
+  const Matrix router_d = up_matrix(router.m);
+  const std::vector<float> x = random(static_cast<size_t>(T * d), 0.05f);
+  MoeArgs a;
+  a.cfg = &c;
+  a.router_bias = bias.data();  // host memory on both backends
+  a.expert_end = E;
+  a.n_tok = T;
+  std::vector<float> want(x.size());
+  std::vector<int32_t> sel_cpu(static_cast<size_t>(T * c.n_experts_per_tok));
+  int64_t reads_cpu = 0, reads_gpu = 0;
+  a.router = &router.m;
+  a.experts = experts_h.data();
+  a.shared = &shared_h;
+  a.x = x.data();
+  a.out = want.data();
+  a.sel_experts = sel_cpu.data();
+  a.routed_expert_reads = &reads_cpu;
+  auto cpu_scratch = cpu_.make_scratch(c, lim_);
+  cpu_.moe(a, *cpu_scratch);
+  auto gpu_scratch = gpu_->make_scratch(c, lim_);
+  a.router = &router_d;
+  a.experts = experts_d.data();
+  a.shared = &shared_d;
+  a.x = up(x.data(), x.size());
+  float* out = up(want.data(), want.size());
+  a.out = out;
+  int32_t* sel_dev = up(sel_cpu.data(), sel_cpu.size());
+  a.sel_experts = sel_dev;
+  a.routed_expert_reads = &reads_gpu;
+  gpu_->moe(a, *gpu_scratch);
+  expect_close_rel(down(out, want.size()), want, 1e-5);
+  std::vector<float> back(sel_cpu.size());
+  gpu_->download(reinterpret_cast<const float*>(sel_dev), back.data(),
+                 static_cast<int64_t>(back.size()));
+  std::vector<int32_t> sel_gpu(sel_cpu.size());
+  std::memcpy(sel_gpu.data(), back.data(), sel_gpu.size() * 4);
+  EXPECT_EQ(sel_gpu, sel_cpu);
+  EXPECT_EQ(reads_gpu, reads_cpu);
+}
 }  // namespace
 }  // namespace dss

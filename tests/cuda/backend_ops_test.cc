@@ -18,6 +18,7 @@
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cuda/cuda_backend.h"
 #include "base/rng.h"
+#include "kernels/cpu/act_quant.h"
 #include "tensor/dtype.h"
 
 namespace dss {
@@ -123,6 +124,57 @@ TEST_F(CudaOps, LinearEveryDtypeWithinTheSummationBound) {
               std::fabs(got[static_cast<size_t>(t * N + r)] - want[static_cast<size_t>(t * N + r)]),
               bound)
               << "row " << r << " token " << t;
+        }
+      }
+    }
+  }
+}
+
+// W8A8 (--act-quant fp8): both backends quantise the input identically (the same amax, scale and
+// round-to-nearest-even codes), so only the products' accumulation differs. [256 x 512] takes
+// cuBLASLt's FP8 tensor cores, whose accumulation inside a 128-column block keeps about 14
+// mantissa bits on Hopper (DeepSeek-V3 report, 3.3.2): per block at most 128 x 2^-14 of its
+// sum |terms|; the block sums are then added in float32. [300 x 260] takes the float32 kernel
+// over the dequantised values: the float32 bound above.
+TEST_F(CudaOps, LinearW8A8AgainstTheCpu) {
+  CudaBackend::Options o;
+  o.act_quant_fp8 = true;
+  auto be = CudaBackend::create(o);
+  ASSERT_TRUE(be.is_ok()) << be.message();
+  CudaBackend& gpu = **be;
+  const CpuBackend cpu(CpuBackend::Options{1, true, false});
+  WorkspaceLimits lim = lim_;
+  lim.max_tokens = 64;
+  lim.act_quant = true;
+  ModelConfig c = cfg_;
+  c.d_model = 512;
+  auto gs = gpu.make_scratch(c, lim);
+  auto cs = cpu.make_scratch(c, lim);
+  struct Shape {
+    int64_t N, K;
+    double rel;  // of sum |terms|
+  };
+  for (const Shape sh : {Shape{256, 512, 128.0 * std::ldexp(1.0, -14)},
+                         Shape{300, 260, 2.0 * 260 * std::ldexp(1.0, -24)}}) {
+    for (const int64_t T : {1, 9, 64}) {
+      SCOPED_TRACE("N=" + std::to_string(sh.N) + " K=" + std::to_string(sh.K) +
+                   " T=" + std::to_string(T));
+      test::RandomMatrix w = test::random_matrix(DType::kF8E4M3, sh.N, sh.K, rng_);
+      const std::vector<float> x = random(static_cast<size_t>(T * sh.K));
+      std::vector<float> want(static_cast<size_t>(T * sh.N)), xq = x;
+      cpu.linear(w.m, x.data(), T, want.data(), *cs);
+      cpu::act_quant_fp8(x.data(), T, sh.K, false, xq.data());  // the values both multiply
+      float* y = up(want.data(), want.size());
+      gpu.linear(up_matrix(w.m), up(x.data(), x.size()), T, y, *gs);
+      const std::vector<float> got = down(y, want.size());
+      for (int64_t t = 0; t < T; ++t) {
+        for (int64_t r = 0; r < sh.N; ++r) {
+          double abs_sum = 0.0;
+          for (int64_t k = 0; k < sh.K; ++k)
+            abs_sum += std::fabs(static_cast<double>(w.m.at(r, k)) *
+                                 xq[static_cast<size_t>(t * sh.K + k)]);
+          const size_t i = static_cast<size_t>(t * sh.N + r);
+          ASSERT_LE(std::fabs(got[i] - want[i]), sh.rel * abs_sum + 1e-30) << "row " << r;
         }
       }
     }

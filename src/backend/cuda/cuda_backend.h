@@ -10,7 +10,7 @@
 // indexer's top-k, and download (the logits).
 //
 // What is not here yet (docs/reference.md): tensor parallelism (NCCL), DP attention, the MTP
-// module, cuBLASLt for the linear layers, CUDA graphs, sampling on the device.
+// module, tensor cores outside W8A8 (cuBLASLt), CUDA graphs, sampling on the device.
 //
 // Thread-safety: as CpuBackend: const operations, one forward at a time.
 #pragma once
@@ -24,13 +24,22 @@
 
 namespace dss {
 
+namespace cuda {
+class BlasLt;  // kernels/cuda/blaslt_gemm.h
+}  // namespace cuda
+
+struct CudaScratch;
+
 class CudaBackend {
  public:
   static constexpr bool kDeviceMemory = true;  // Model::forward downloads the logits
 
   struct Options {
-    int32_t device = 0;            // CUDA device ordinal
-    bool act_quant_fp8 = false;    // W8A8 (as CpuBackend::Options)
+    int32_t device = 0;  // CUDA device ordinal
+    // W8A8 (as CpuBackend::Options): an FP8 weight's input quantised per token per 128 values,
+    // then cuBLASLt's block-scaled FP8 GEMM where its layouts allow (N % 8, K % 16, ceil(K / 128)
+    // % 4 == 0: every DeepSeek-V3 projection), else the float32 kernel over the quantised values.
+    bool act_quant_fp8 = false;
     bool act_quant_ue8m0 = false;  // ... with power-of-two scales
   };
   // CUDA devices usable here (0 without a driver or device).
@@ -85,7 +94,7 @@ class CudaBackend {
   void moe(const MoeArgs& a, BackendScratch& s) const;
 
  private:
-  explicit CudaBackend(const Options& o) : o_(o) {}
+  explicit CudaBackend(const Options& o);
   // The device address of p: p itself unless it lies in a mirrored constant or in the staged
   // batch of the scratch last given to begin_forward.
   const void* to_device(const void* p) const;
@@ -93,9 +102,11 @@ class CudaBackend {
   const T* dev(const T* p) const {
     return static_cast<const T*>(to_device(p));
   }
+  void linear_w8a8(const Matrix& w, const float* x, int64_t n_tok, float* y, CudaScratch& s) const;
 
   Options o_;
-  void* stream_ = nullptr;  // cudaStream_t
+  void* stream_ = nullptr;              // cudaStream_t
+  std::unique_ptr<cuda::BlasLt> blas_;  // W8A8 where cuBLASLt has FP8 block scaling
   struct Mirror {
     size_t bytes = 0;
     void* device = nullptr;

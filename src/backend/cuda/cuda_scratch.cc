@@ -48,6 +48,15 @@ CudaScratch::CudaScratch(const ModelConfig& c, const WorkspaceLimits& lim) : lim
   part_o = device<float>(static_cast<size_t>(part_rows) * HR);
   part_ml = device<float>(static_cast<size_t>(part_rows) * static_cast<size_t>(c.n_heads) * 2);
   idx_scores = device<float>(static_cast<size_t>(index_chunk) * L);
+  if (lim.act_quant) {
+    const auto widest_in =
+        static_cast<size_t>(std::max({c.d_model, c.q_lora_rank, c.kv_lora_rank, c.n_heads * c.d_v,
+                                      c.d_ff, c.d_ff_expert * std::max(c.n_shared_experts, 1)}));
+    act_capacity = static_cast<int64_t>(T * widest_in);
+    act_codes = device<uint8_t>(T * widest_in);
+    act_scales = device<float>(T * widest_in / 128 + T);
+    act_x = device<float>(T * widest_in);
+  }
   h_router = pinned<float>(T * E);
   h_moe_rows = pinned<int32_t>(T * K);
   h_moe_weights = pinned<float>(T * K);

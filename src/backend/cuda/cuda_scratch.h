@@ -41,6 +41,12 @@ struct CudaScratch final : BackendScratch {
   float* part_ml = nullptr;  // [part_rows, n_heads, 2]
   int32_t part_rows = 0;
   float* idx_scores = nullptr;  // [index_chunk, max_kv_len]
+  // W8A8 (limits.act_quant): a linear layer's input as e4m3 codes with per-token-per-128 scales,
+  // and those values back in float32 (the path without cuBLASLt).
+  int64_t act_capacity = 0;      // elements: max_tokens x the widest linear input
+  uint8_t* act_codes = nullptr;  // [act_capacity]
+  float* act_scales = nullptr;   // [act_capacity / 128 + max_tokens]
+  float* act_x = nullptr;        // [act_capacity]
   // Pinned host mirrors.
   float* h_router = nullptr;          // [max_tokens, n_experts]
   int32_t* h_moe_rows = nullptr;      // [max_tokens * k]

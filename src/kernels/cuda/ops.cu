@@ -177,6 +177,16 @@ __global__ void act_quant_kernel(const float* x, int64_t k, bool ue8m0, uint8_t*
   if (threadIdx.x == 0) scales[t * gridDim.y + blockIdx.y] = s;
 }
 
+__global__ void act_dequant_kernel(const uint8_t* codes, const float* scales, int64_t n_tok,
+                                   int64_t k, float* y) {
+  const int64_t kb = (k + 127) / 128;
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n_tok * k;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int64_t t = i / k, c = i % k;
+    y[i] = fp8_val(codes[i]) * scales[t * kb + c / 128];
+  }
+}
+
 // ---- rope and the cache rows ----
 constexpr int kMaxPairs = 128;  // d_rope <= 256
 
@@ -572,6 +582,14 @@ const char* act_quant(const float* x, int64_t n_tok, int64_t k, bool ue8m0, uint
   if (n_tok <= 0) return nullptr;
   const dim3 grid(static_cast<unsigned>(n_tok), blocks_for(k, 128));
   act_quant_kernel<<<grid, 128, 0, as_stream(stream)>>>(x, k, ue8m0, codes, scales);
+  return launched();
+}
+
+const char* act_dequant(const uint8_t* codes, const float* scales, int64_t n_tok, int64_t k,
+                        float* y, void* stream) {
+  if (n_tok <= 0) return nullptr;
+  act_dequant_kernel<<<min(blocks_for(n_tok * k), 4096u), kBlock, 0, as_stream(stream)>>>(
+      codes, scales, n_tok, k, y);
   return launched();
 }
 

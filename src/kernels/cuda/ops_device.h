@@ -61,6 +61,9 @@ const char* silu_mul(const float* gate, const float* up, int64_t n, float* y, vo
 // (s = amax / 448, or its next power of two with ue8m0): DeepSeek's act_quant.
 const char* act_quant(const float* x, int64_t n_tok, int64_t k, bool ue8m0, uint8_t* codes,
                       float* scales, void* stream);
+// y[t, c] = e4m3(codes[t, c]) * scales[t, c / 128]: act_quant's values back in float32.
+const char* act_dequant(const uint8_t* codes, const float* scales, int64_t n_tok, int64_t k,
+                        float* y, void* stream);
 
 // backend.h MlaRopeArgs, token by token (one block per token).
 struct MlaRopeDev {

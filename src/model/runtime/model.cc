@@ -112,11 +112,12 @@ Status Model::load_on_cuda(const LoadOptions& opts, const QuantPolicy* convert,
   };
   if (shard_.sharded()) return refuse("tensor / expert parallelism and DP attention (NCCL)");
   if (opts.mtp) return refuse("--speculative-algorithm NEXTN (the MTP module)");
-  if (act_quant_fp8_) return refuse("--act-quant fp8");
   if (!opts.weight_cache_dir.empty()) return refuse("--weight-cache");
   if (matmul_bf16_) return refuse("--matmul-dtype bf16");
   // Data-parallel replicas started by mpirun on one host take the host's devices in turn.
   CudaBackend::Options co;
+  co.act_quant_fp8 = act_quant_fp8_;
+  co.act_quant_ue8m0 = cfg_.quant.ue8m0;
   if (const char* local = std::getenv("OMPI_COMM_WORLD_LOCAL_RANK"); local != nullptr)
     co.device = std::atoi(local) % std::max(1, CudaBackend::device_count());
   DSS_ASSIGN_OR_RETURN(std::unique_ptr<CudaBackend> cuda, CudaBackend::create(co));

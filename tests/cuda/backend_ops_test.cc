@@ -70,6 +70,12 @@ class CudaOps : public ::testing::Test {
     gpu_->download(dev, v.data(), static_cast<int64_t>(n));
     return v;
   }
+  std::vector<int32_t> down_i32(const int32_t* dev, size_t n) {  // download moves 4-byte words
+    const std::vector<float> f = down(reinterpret_cast<const float*>(dev), n);
+    std::vector<int32_t> v(n);
+    std::memcpy(v.data(), f.data(), n * sizeof(int32_t));
+    return v;
+  }
   Matrix up_matrix(const Matrix& m) {
     Matrix d = m;
     d.data = up(static_cast<const uint8_t*>(m.data), m.data_bytes());
@@ -510,15 +516,8 @@ TEST_F(CudaOps, IndexerKeysAndSelection) {
   s.sel = sel_dev;
   s.n_sel = n_dev;
   gpu_->indexer_select(s, *gpu_scratch_);
-  std::vector<float> back((sel_cpu.size() + n_cpu.size()));
-  gpu_->download(reinterpret_cast<const float*>(sel_dev), back.data(),
-                 static_cast<int64_t>(sel_cpu.size()));
-  gpu_->download(reinterpret_cast<const float*>(n_dev), back.data() + sel_cpu.size(), T);
-  std::vector<int32_t> sel_gpu(sel_cpu.size()), n_gpu(T);
-  std::memcpy(sel_gpu.data(), back.data(), sel_gpu.size() * 4);
-  std::memcpy(n_gpu.data(), back.data() + sel_cpu.size(), static_cast<size_t>(T) * 4);
-  EXPECT_EQ(n_gpu, n_cpu);
-  EXPECT_EQ(sel_gpu, sel_cpu);
+  EXPECT_EQ(down_i32(n_dev, n_cpu.size()), n_cpu);
+  EXPECT_EQ(down_i32(sel_dev, sel_cpu.size()), sel_cpu);
 }
 
 // One MoE layer (8 experts, 2 per token, one shared, FP8): the same experts chosen (the router
@@ -577,13 +576,9 @@ TEST_F(CudaOps, MoeAgainstTheCpu) {
   a.routed_expert_reads = &reads_gpu;
   gpu_->moe(a, *gpu_scratch);
   expect_close_rel(down(out, want.size()), want, 1e-5);
-  std::vector<float> back(sel_cpu.size());
-  gpu_->download(reinterpret_cast<const float*>(sel_dev), back.data(),
-                 static_cast<int64_t>(back.size()));
-  std::vector<int32_t> sel_gpu(sel_cpu.size());
-  std::memcpy(sel_gpu.data(), back.data(), sel_gpu.size() * 4);
-  EXPECT_EQ(sel_gpu, sel_cpu);
+  EXPECT_EQ(down_i32(sel_dev, sel_cpu.size()), sel_cpu);
   EXPECT_EQ(reads_gpu, reads_cpu);
 }
+
 }  // namespace
 }  // namespace dss

@@ -424,10 +424,9 @@ TEST_F(CudaOps, MlaPrefillAndDecodeAgainstTheCpu) {
   }
 }
 
-// The V3.2 indexer: keys and queries (LayerNorm, rope, Hadamard, UE8M0 e4m3) against the CPU
-// (a value may land on the neighbouring e4m3 code where the two LayerNorms differ in the last
-// bit), then the top-k selection over a cache of e4m3 keys: the same positions.
-TEST_F(CudaOps, IndexerKeysAndSelection) {
+// The V3.2 indexer's keys and queries (LayerNorm, rope, Hadamard, UE8M0 e4m3) against the CPU (a
+// value may land on the neighbouring e4m3 code where the two LayerNorms differ in the last bit).
+TEST_F(CudaOps, IndexerKeysAndQueries) {
   const int32_t T = 3, HI = cfg_.index_n_heads, D = cfg_.index_head_dim, dr = cfg_.d_rope;
   const int32_t R = cfg_.kv_lora_rank, d_row = R + dr + D + 1;
   const std::vector<int32_t> pos = {37, 38, 39};
@@ -476,8 +475,17 @@ TEST_F(CudaOps, IndexerKeysAndSelection) {
   EXPECT_LE(within_a_code(down(a.q, q.size()), q_cpu), 8);
   EXPECT_LE(within_a_code(down(a.rows, rows_cpu.size()), rows_cpu), 4);
   expect_close_rel(down(a.coef, coef.size()), c_cpu, 1e-5);
+}
 
-  // Selection: one sequence of 40 cached positions (pages 2, 0, 1), its last 3 tokens.
+// The indexer's top-k over a cache of e4m3 keys (one sequence of 40 cached positions on pages 2,
+// 0, 1, its last 3 tokens): the same positions as the CPU's.
+TEST_F(CudaOps, IndexerSelectionAgainstTheCpu) {
+  const int32_t T = 3, HI = cfg_.index_n_heads, D = cfg_.index_head_dim, dr = cfg_.d_rope;
+  const int32_t R = cfg_.kv_lora_rank;
+  const std::vector<int32_t> pos = {37, 38, 39};
+  const std::vector<float> c_cpu = random(static_cast<size_t>(T * HI));
+  ForwardBatch b;
+  b.positions = pos;
   const std::vector<int32_t> pages = {2, 0, 1};
   std::vector<int32_t> slots;
   for (int32_t p = 0; p < 40; ++p)

@@ -112,6 +112,47 @@ __device__ double block_sum_d(double v, double* red) {
 // ---- linear: one warp per weight row and up to kLinTok tokens ----
 constexpr int kLinTok = 8, kLinWarps = 8;
 
+// Four consecutive weights of row r from column c (c % 4 == 0, the row 4-element aligned: one
+// 4-, 8- or 16-byte load), dequantised; FP8's four share one 128-column scale block.
+__device__ inline void w_at4(const DevMatrix& w, int64_t r, int64_t c, float v[4]) {
+  const int64_t i = r * w.n_cols + c;
+  switch (w.dtype) {
+    case kBF16:
+    case kF16: {
+      const uint2 q = *reinterpret_cast<const uint2*>(static_cast<const uint16_t*>(w.data) + i);
+      const uint16_t h[4] = {static_cast<uint16_t>(q.x), static_cast<uint16_t>(q.x >> 16),
+                             static_cast<uint16_t>(q.y), static_cast<uint16_t>(q.y >> 16)};
+      for (int k = 0; k < 4; ++k) {
+        if (w.dtype == kBF16) {
+          v[k] = __uint_as_float(static_cast<uint32_t>(h[k]) << 16);
+        } else {
+          v[k] = __half2float(__ushort_as_half(h[k]));
+        }
+      }
+      return;
+    }
+    case kF8E4M3:
+    case kI8: {
+      const uint32_t q =
+          *reinterpret_cast<const uint32_t*>(static_cast<const uint8_t*>(w.data) + i);
+      const float s =
+          w.dtype == kI8 ? w.scales[r] : w.scales[(r / 128) * ((w.n_cols + 127) / 128) + c / 128];
+      for (int k = 0; k < 4; ++k) {
+        const auto b = static_cast<uint8_t>(q >> (8 * k));
+        v[k] = (w.dtype == kI8 ? static_cast<float>(static_cast<int8_t>(b)) : fp8_val(b)) * s;
+      }
+      return;
+    }
+    default: {
+      const float4 q = *reinterpret_cast<const float4*>(static_cast<const float*>(w.data) + i);
+      v[0] = q.x, v[1] = q.y, v[2] = q.z, v[3] = q.w;
+    }
+  }
+}
+
+// kVec: K % 4 == 0 and W, x 16-byte aligned, so each lane reads 4 consecutive columns per
+// iteration (a warp 128 columns: for FP8 one scale block) with vector loads; else one column.
+template <bool kVec>
 __global__ void linear_kernel(DevMatrix w, const float* __restrict__ x, int64_t n_tok,
                               float* __restrict__ y) {
   const int lane = threadIdx.x % 32;
@@ -121,11 +162,25 @@ __global__ void linear_kernel(DevMatrix w, const float* __restrict__ x, int64_t 
   const int64_t nt = min(static_cast<int64_t>(kLinTok), n_tok - t0);
   const int64_t K = w.n_cols;
   float acc[kLinTok] = {};
-  for (int64_t c = lane; c < K; c += 32) {
-    const float wv = w_at(w, r, c);
+  if (kVec) {
+    for (int64_t c = 4 * lane; c < K; c += 128) {
+      float wv[4];
+      w_at4(w, r, c, wv);
 #pragma unroll
-    for (int j = 0; j < kLinTok; ++j)
-      if (j < nt) acc[j] += wv * x[(t0 + j) * K + c];
+      for (int j = 0; j < kLinTok; ++j) {
+        if (j < nt) {
+          const float4 xv = *reinterpret_cast<const float4*>(x + (t0 + j) * K + c);
+          acc[j] += wv[0] * xv.x + wv[1] * xv.y + wv[2] * xv.z + wv[3] * xv.w;
+        }
+      }
+    }
+  } else {
+    for (int64_t c = lane; c < K; c += 32) {
+      const float wv = w_at(w, r, c);
+#pragma unroll
+      for (int j = 0; j < kLinTok; ++j)
+        if (j < nt) acc[j] += wv * x[(t0 + j) * K + c];
+    }
   }
 #pragma unroll
   for (int j = 0; j < kLinTok; ++j) {
@@ -545,7 +600,13 @@ __global__ void scatter_add_kernel(const float* ye, const int32_t* rows, const f
 const char* linear(const DevMatrix& w, const float* x, int64_t n_tok, float* y, void* stream) {
   if (n_tok <= 0 || w.n_rows <= 0) return nullptr;
   const dim3 grid(blocks_for(w.n_rows, kLinWarps), blocks_for(n_tok, kLinTok));
-  linear_kernel<<<grid, kLinWarps * 32, 0, as_stream(stream)>>>(w, x, n_tok, y);
+  const bool vec = w.n_cols % 4 == 0 && reinterpret_cast<uintptr_t>(w.data) % 16 == 0 &&
+                   reinterpret_cast<uintptr_t>(x) % 16 == 0;
+  if (vec) {
+    linear_kernel<true><<<grid, kLinWarps * 32, 0, as_stream(stream)>>>(w, x, n_tok, y);
+  } else {
+    linear_kernel<false><<<grid, kLinWarps * 32, 0, as_stream(stream)>>>(w, x, n_tok, y);
+  }
   return launched();
 }
 

@@ -8,7 +8,6 @@
 // Usage: cuda_mla_decode_bench [context=32768] [batches=1,8]
 #include <cuda_runtime.h>
 
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <sstream>
@@ -16,13 +15,10 @@
 #include <vector>
 
 #include "backend/cuda/cuda_backend.h"
+#include "base/clock.h"
 
 namespace dss {
 namespace {
-
-double seconds_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
 
 // Bytes read + written per second by a 1 GiB device-to-device copy (best of 5).
 double copy_rate() {
@@ -32,10 +28,10 @@ double copy_rate() {
   double best = 0;
   for (int i = 0; i < 6; ++i) {
     cudaDeviceSynchronize();
-    const auto t0 = std::chrono::steady_clock::now();
+    const double t0 = now_seconds();
     cudaMemcpy(b, a, n, cudaMemcpyDeviceToDevice);
     cudaDeviceSynchronize();
-    if (i > 0) best = std::max(best, 2.0 * static_cast<double>(n) / seconds_since(t0));
+    if (i > 0) best = std::max(best, 2.0 * static_cast<double>(n) / (now_seconds() - t0));
   }
   cudaFree(a);
   cudaFree(b);
@@ -109,12 +105,12 @@ void run(CudaBackend& be, DType kv_dtype, int32_t context, int32_t B, double cop
   step();
   // Up to 5 steps, stopping after 2 s (a slow kernel at batch 32 must not eat the device time).
   int iters = 0;
-  const auto t0 = std::chrono::steady_clock::now();
-  while (iters < 5 && (iters == 0 || seconds_since(t0) < 2.0)) {
+  const double t0 = now_seconds();
+  while (iters < 5 && (iters == 0 || (now_seconds() - t0) < 2.0)) {
     step();
     ++iters;
   }
-  const double sec = seconds_since(t0) / iters;
+  const double sec = (now_seconds() - t0) / iters;
   const double bytes =
       static_cast<double>(B) * context * static_cast<double>(layout.latent_row_bytes());
   std::printf(

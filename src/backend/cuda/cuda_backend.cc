@@ -130,8 +130,9 @@ void CudaBackend::begin_forward(const ForwardBatch& b, BackendScratch& scratch) 
                                             b.seq_kv_len, b.page_table, b.kv_write_slots,
                                             b.logit_rows, b.seq_n_draft};
   static_assert(sizeof(TokenId) == sizeof(int32_t) && sizeof(PageId) == sizeof(int32_t));
+  auto padded = [](size_t bytes) { return (bytes + 255) / 256 * 256; };  // each span 256-aligned
   size_t total = 0;
-  for (const auto& sp : spans) total += (sp.size_bytes() + 255) / 256 * 256;
+  for (const auto& sp : spans) total += padded(sp.size_bytes());
   s.reserve_batch(total);
   s.staged.clear();
   size_t at = 0;
@@ -139,7 +140,7 @@ void CudaBackend::begin_forward(const ForwardBatch& b, BackendScratch& scratch) 
     if (sp.empty()) continue;
     std::memcpy(s.batch_host + at, sp.data(), sp.size_bytes());
     s.staged.push_back({reinterpret_cast<const uint8_t*>(sp.data()), sp.size_bytes(), at});
-    at += (sp.size_bytes() + 255) / 256 * 256;
+    at += padded(sp.size_bytes());
   }
   const auto st = static_cast<cudaStream_t>(stream_);
   // The previous step's kernels may still read batch_dev; the copy is ordered after them.

@@ -1,18 +1,13 @@
 #include <cuda_fp8.h>
 #include <cuda_runtime.h>
 
+#include "kernels/cuda/e4m3.cuh"
 #include "kernels/cuda/fp8_gemv_device.h"
 
 namespace dss::cuda::dev {
 namespace {
 
 constexpr int kWarpsPerBlock = 8;
-
-__device__ inline float fp8_to_f32(uint8_t b) {
-  __nv_fp8_e4m3 v;
-  v.__x = b;
-  return static_cast<float>(v);
-}
 
 // One warp per weight row. Aligned path (n_cols % 16 == 0): each lane reads 16 weight bytes at a
 // time (one 16-byte load; 16 divides 128, so the chunk lies inside one scale block) and scales its
@@ -36,13 +31,13 @@ __global__ void fp8_gemv_kernel(const uint8_t* __restrict__ w, const float* __re
 #pragma unroll
       for (int k = 0; k < 4; ++k) {
         const float4 xx = xv[k];
-        part += fp8_to_f32(b[4 * k + 0]) * xx.x + fp8_to_f32(b[4 * k + 1]) * xx.y +
-                fp8_to_f32(b[4 * k + 2]) * xx.z + fp8_to_f32(b[4 * k + 3]) * xx.w;
+        part += e4m3_value(b[4 * k + 0]) * xx.x + e4m3_value(b[4 * k + 1]) * xx.y +
+                e4m3_value(b[4 * k + 2]) * xx.z + e4m3_value(b[4 * k + 3]) * xx.w;
       }
       acc += part * srow[c / 128];
     }
   } else {
-    for (int64_t c = lane; c < n_cols; c += 32) acc += fp8_to_f32(wr[c]) * srow[c / 128] * x[c];
+    for (int64_t c = lane; c < n_cols; c += 32) acc += e4m3_value(wr[c]) * srow[c / 128] * x[c];
   }
   for (int off = 16; off > 0; off /= 2) acc += __shfl_down_sync(0xffffffffu, acc, off);
   if (lane == 0) y[r] = acc;
@@ -75,8 +70,8 @@ void fp8_gemv_free(Fp8GemvBuffers& b) {
 const char* fp8_gemv_upload(Fp8GemvBuffers& b, const uint8_t* w, const float* scales,
                             const float* x) {
   const size_t wb = static_cast<size_t>(b.n_rows * b.n_cols);
-  const size_t sb = static_cast<size_t>(((b.n_rows + 127) / 128) * ((b.n_cols + 127) / 128)) *
-                    sizeof(float);
+  const size_t sb =
+      static_cast<size_t>(((b.n_rows + 127) / 128) * ((b.n_cols + 127) / 128)) * sizeof(float);
   const size_t xb = static_cast<size_t>(b.n_cols) * sizeof(float);
   const size_t yb = static_cast<size_t>(b.n_rows) * sizeof(float);
   const char* e = err(cudaMalloc(&b.w, wb));
@@ -97,8 +92,8 @@ const char* fp8_gemv_run(const Fp8GemvBuffers& b) {
 }
 
 const char* fp8_gemv_download_y(const Fp8GemvBuffers& b, float* y) {
-  return err(cudaMemcpy(y, b.y, static_cast<size_t>(b.n_rows) * sizeof(float),
-                        cudaMemcpyDeviceToHost));
+  return err(
+      cudaMemcpy(y, b.y, static_cast<size_t>(b.n_rows) * sizeof(float), cudaMemcpyDeviceToHost));
 }
 
 const char* fp8_gemv_time_ms(const Fp8GemvBuffers& b, int iters, double* ms_per_call) {

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "kernels/cuda/e4m3.cuh"
 #include "kernels/cuda/ops_device.h"
 
 namespace dss::cuda::dev {
@@ -25,15 +26,6 @@ unsigned blocks_for(int64_t n, int per = kBlock) {
   return static_cast<unsigned>((n + per - 1) / per);
 }
 
-__device__ inline float fp8_val(uint8_t b) {
-  __nv_fp8_e4m3 v;
-  v.__x = b;
-  return static_cast<float>(v);
-}
-// Round to nearest even, saturating at +-448 (the reference clamps to +-448 first).
-__device__ inline uint8_t fp8_code(float x) {
-  return static_cast<uint8_t>(__nv_cvt_float_to_fp8(x, __NV_SATFINITE, __NV_E4M3));
-}
 // 2^ceil(log2(max(amax, 1e-4) / 448)) (tensor/ue8m0_quant.h).
 __device__ inline float ue8m0_scale(float amax) {
   const float s_raw = fmaxf(amax, 1e-4f) * (1.0f / 448.0f);
@@ -50,7 +42,7 @@ __device__ inline float w_at(const DevMatrix& w, int64_t r, int64_t c) {
     case kF16:
       return __half2float(static_cast<const __half*>(w.data)[i]);
     case kF8E4M3:
-      return fp8_val(static_cast<const uint8_t*>(w.data)[i]) *
+      return e4m3_value(static_cast<const uint8_t*>(w.data)[i]) *
              w.scales[(r / 128) * ((w.n_cols + 127) / 128) + c / 128];
     case kI8:
       return static_cast<float>(static_cast<const int8_t*>(w.data)[i]) * w.scales[r];
@@ -139,7 +131,7 @@ __device__ inline void w_at4(const DevMatrix& w, int64_t r, int64_t c, float v[4
           w.dtype == kI8 ? w.scales[r] : w.scales[(r / 128) * ((w.n_cols + 127) / 128) + c / 128];
       for (int k = 0; k < 4; ++k) {
         const auto b = static_cast<uint8_t>(q >> (8 * k));
-        v[k] = (w.dtype == kI8 ? static_cast<float>(static_cast<int8_t>(b)) : fp8_val(b)) * s;
+        v[k] = (w.dtype == kI8 ? static_cast<float>(static_cast<int8_t>(b)) : e4m3_value(b)) * s;
       }
       return;
     }
@@ -196,14 +188,18 @@ __global__ void embed_kernel(DevMatrix table, const int32_t* ids, int64_t row_be
   for (int64_t c = threadIdx.x; c < d; c += blockDim.x) h[i * d + c] = in ? w_at(table, row, c) : 0;
 }
 
+// y[:width] = x[:width] / sqrt(mean(x^2) + eps) * w by the whole block (y may alias x).
+__device__ void rmsnorm_row(const float* x, const DevVector& w, int64_t width, float eps, float* y,
+                            float* red) {
+  float ss = 0.0f;
+  for (int64_t c = threadIdx.x; c < width; c += blockDim.x) ss += x[c] * x[c];
+  const float inv = 1.0f / sqrtf(block_sum(ss, red) / static_cast<float>(width) + eps);
+  for (int64_t c = threadIdx.x; c < width; c += blockDim.x) y[c] = x[c] * inv * v_at(w, c);
+}
+
 __global__ void rmsnorm_kernel(const float* x, DevVector w, int64_t width, float eps, float* y) {
   __shared__ float red[32];
-  const float* xr = x + blockIdx.x * width;
-  float* yr = y + blockIdx.x * width;
-  float ss = 0.0f;
-  for (int64_t c = threadIdx.x; c < width; c += blockDim.x) ss += xr[c] * xr[c];
-  const float inv = 1.0f / sqrtf(block_sum(ss, red) / static_cast<float>(width) + eps);
-  for (int64_t c = threadIdx.x; c < width; c += blockDim.x) yr[c] = xr[c] * inv * v_at(w, c);
+  rmsnorm_row(x + blockIdx.x * width, w, width, eps, y + blockIdx.x * width, red);
 }
 
 __global__ void add_kernel(const float* x, int64_t n, float* y) {
@@ -228,7 +224,7 @@ __global__ void act_quant_kernel(const float* x, int64_t k, bool ue8m0, uint8_t*
   const float v = c < k ? x[t * k + c] : 0.0f;
   const float amax = block_max(fabsf(v), red);
   const float s = ue8m0 ? ue8m0_scale(amax) : fmaxf(amax, 1e-4f) / 448.0f;
-  if (c < k) codes[t * k + c] = fp8_code(v / s);
+  if (c < k) codes[t * k + c] = e4m3_code(v / s);
   if (threadIdx.x == 0) scales[t * gridDim.y + blockIdx.y] = s;
 }
 
@@ -238,7 +234,7 @@ __global__ void act_dequant_kernel(const uint8_t* codes, const float* scales, in
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n_tok * k;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     const int64_t t = i / k, c = i % k;
-    y[i] = fp8_val(codes[i]) * scales[t * kb + c / 128];
+    y[i] = e4m3_value(codes[i]) * scales[t * kb + c / 128];
   }
 }
 
@@ -261,10 +257,7 @@ __global__ void mla_rope_kernel(MlaRopeDev a) {
   rope_angles(a.rope_freqs, np, a.positions[t], cs, sn);
   const float* kva = a.kv_a + static_cast<int64_t>(t) * (R + dr);
   float* row = a.rows + static_cast<int64_t>(t) * a.d_row;
-  float ss = 0.0f;
-  for (int c = threadIdx.x; c < R; c += blockDim.x) ss += kva[c] * kva[c];
-  const float inv = 1.0f / sqrtf(block_sum(ss, red) / static_cast<float>(R) + a.eps);
-  for (int c = threadIdx.x; c < R; c += blockDim.x) row[c] = kva[c] * inv * v_at(a.kv_a_norm, c);
+  rmsnorm_row(kva, a.kv_a_norm, R, a.eps, row, red);
   if (a.fp8_latent) {  // V3.2's FP8 latent: e4m3 per 128 values (UE8M0 scale), then back
     for (int j = 0; j < R; j += 128) {
       __syncthreads();
@@ -272,7 +265,7 @@ __global__ void mla_rope_kernel(MlaRopeDev a) {
       const bool mine = threadIdx.x < 128 && c < R;
       const float v = mine ? row[c] : 0.0f;
       const float s = ue8m0_scale(block_max(fabsf(v), red));
-      if (mine) row[c] = fp8_val(fp8_code(v / s)) * s;
+      if (mine) row[c] = e4m3_value(e4m3_code(v / s)) * s;
     }
   }
   for (int i = threadIdx.x; i < np; i += blockDim.x) {
@@ -315,7 +308,7 @@ __device__ float rope_hadamard_quant(float* buf, int D, int np, const float* cs,
     amax = fmaxf(amax, fabsf(buf[c]));
   }
   const float s = ue8m0_scale(block_max(amax, red));
-  for (int c = threadIdx.x; c < D; c += blockDim.x) buf[c] = fp8_val(fp8_code(buf[c] / s));
+  for (int c = threadIdx.x; c < D; c += blockDim.x) buf[c] = e4m3_value(e4m3_code(buf[c] / s));
   __syncthreads();
   return s;
 }
@@ -380,7 +373,7 @@ __global__ void kv_store_kernel(DevKvLayer kv, const int32_t* slots, const float
       const bool mine = threadIdx.x < 128 && c < R;
       const float v = mine ? row[c] : 0.0f;
       const float s = ue8m0_scale(block_max(fabsf(v), red));
-      if (mine) out[c] = fp8_code(v / s);
+      if (mine) out[c] = e4m3_code(v / s);
       if (threadIdx.x == 0) memcpy(out + R + 4 * j, &s, 4);
     }
     uint8_t* rope = out + R + 4 * n_blocks;
@@ -393,7 +386,7 @@ __global__ void kv_store_kernel(DevKvLayer kv, const int32_t* slots, const float
     const int D = kv.d_index, P = kv.page_size;
     const float* key = row + R + dr;
     for (int d = threadIdx.x; d < D; d += blockDim.x)
-      kv.index_keys[((slot / P) * D + d) * P + slot % P] = fp8_code(key[d]);
+      kv.index_keys[((slot / P) * D + d) * P + slot % P] = e4m3_code(key[d]);
     if (threadIdx.x == 0) kv.index_scales[slot] = key[D];
   }
 }
@@ -407,7 +400,7 @@ __device__ inline float latent_at(const DevKvLayer& kv, int64_t slot, int c) {
   if (c < R) {
     float s;
     memcpy(&s, row + R + 4 * (c / 128), 4);
-    return fp8_val(row[c]) * s;
+    return e4m3_value(row[c]) * s;
   }
   __nv_bfloat16 b;
   memcpy(&b, row + R + 4 * ((R + 127) / 128) + 2 * (c - R), 2);
@@ -572,7 +565,7 @@ __global__ void indexer_score_kernel(IndexerScoreDev a) {
   for (int h0 = 0; h0 < HI; h0 += kIdxHeadGroup) {
     float dot[kIdxHeadGroup] = {};
     for (int d = 0; d < D; ++d) {
-      const float kd = fp8_val(key[static_cast<int64_t>(d) * P]);
+      const float kd = e4m3_value(key[static_cast<int64_t>(d) * P]);
 #pragma unroll
       for (int g = 0; g < kIdxHeadGroup; ++g)
         if (h0 + g < HI) dot[g] += qc[(h0 + g) * D + d] * kd;
